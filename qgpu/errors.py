@@ -1,0 +1,48 @@
+"""One error hierarchy for the whole toolchain.
+
+Every failure a user can cause maps to one ``kind`` that the CLI reports verbatim in its JSON
+(``{"error": {"kind": ..., "message": ...}}``): the kind says whose move it is (fix the source,
+use a supported feature, shrink the kernel, fix the launch, fix the command line).
+"""
+
+from __future__ import annotations
+
+
+class QgpuError(Exception):
+    """Base class: ``kind`` is one of compile, unsupported, resource, launch, usage."""
+
+    kind = "internal"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class CompileError(QgpuError):
+    """The CUDA compiler rejected the source (message carries the compiler's log with lines)."""
+
+    kind = "compile"
+
+
+class UnsupportedError(QgpuError):
+    """Valid PTX/CUDA that the machine does not support; names the instruction and line."""
+
+    kind = "unsupported"
+
+
+class ResourceError(QgpuError):
+    """The kernel or launch does not fit the machine (ROM, registers, memory, threads)."""
+
+    kind = "resource"
+
+
+class LaunchError(QgpuError):
+    """A fault while running: out-of-bounds access, step limit, divergent barrier, ..."""
+
+    kind = "launch"
+
+
+class UsageError(QgpuError):
+    """Bad command line or API arguments."""
+
+    kind = "usage"

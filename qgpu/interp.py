@@ -1,0 +1,541 @@
+"""Reference interpreter of the machine (docs/ISA.md): the semantics every other layer must match.
+
+Deterministic by construction: thread blocks run one after another; inside a block the
+lowest-numbered ready warp runs one machine block at a time; lanes apply stores and atomics in
+lane order. It records one trace entry per executed machine block per warp — the unit the model
+will later execute per generated token.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from qgpu import limits
+from qgpu.errors import LaunchError, ResourceError, UsageError
+from qgpu.isa import (
+    EXIT_RECONV,
+    Atom,
+    Block,
+    Cmp,
+    Instr,
+    Op,
+    Program,
+    Shfl,
+    Space,
+    SReg,
+    TermKind,
+    format_instr,
+    guard_parts,
+)
+
+MASK32 = 0xFFFFFFFF
+
+
+def s32(v: int) -> int:
+    """Interpret the low 32 bits of v as a signed integer."""
+    v &= MASK32
+    return v - (1 << 32) if v & 0x80000000 else v
+
+
+@dataclass(frozen=True)
+class TraceRecord:
+    """One executed machine block of one warp: what the model will produce per EXEC step."""
+
+    cta: int  # linear thread-block index
+    block: int  # machine block (ROM index)
+    warp: int
+    mask: int  # active lanes when the block started (bit i = lane i)
+    regs: tuple[tuple[int, int, int], ...]  # (lane, register, final value) written, int32
+    preds: tuple[tuple[int, int, bool], ...]  # (lane, predicate, final value) written
+    mem: tuple[tuple[str, int, int], ...]  # (space, byte address, final value); local: lane*LOCAL+addr
+    next_pc: int | None  # block this warp runs next (None: warp finished)
+
+
+@dataclass
+class MachineRun:
+    """Result of a launch: final global memory (int32 words), the trace and counters."""
+
+    memory: list[int]
+    trace: list[TraceRecord]
+    stats: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class _Frame:
+    pc: int
+    rpc: int
+    mask: int
+
+
+@dataclass
+class _Warp:
+    index: int
+    live: int  # lanes holding a thread that has not exited
+    stack: list[_Frame]
+    regs: list[list[int]]
+    preds: list[list[bool]]
+    local: list[list[int]]
+    waiting: bool = False
+
+    @property
+    def done(self) -> bool:
+        return not self.stack
+
+
+def check_launch_shape(grid: tuple[int, int], block: tuple[int, int]) -> None:
+    """Reject launch shapes the machine cannot hold (shared by every backend)."""
+    for name, dims in (("grid", grid), ("block", block)):
+        if len(dims) != 2 or any(not isinstance(v, int) or v < 1 for v in dims):
+            raise UsageError(f"{name} must be one or two positive integers, got {dims}")
+    if block[0] * block[1] > limits.MAX_THREADS:
+        raise ResourceError(
+            f"block {block[0]}x{block[1]} has {block[0] * block[1]} threads; the machine holds at "
+            f"most {limits.MAX_THREADS} per block ({limits.MAX_WARPS} warps of {limits.WARP_LANES})"
+        )
+    if grid[0] * grid[1] > limits.MAX_GRID_BLOCKS:
+        raise ResourceError(
+            f"grid {grid[0]}x{grid[1]} has {grid[0] * grid[1]} blocks; at most "
+            f"{limits.MAX_GRID_BLOCKS} thread blocks per launch"
+        )
+
+
+class _Launch:
+    """State of one launch; methods execute machine blocks."""
+
+    def __init__(
+        self,
+        prog: Program,
+        grid: tuple[int, int],
+        block: tuple[int, int],
+        params: list[int],
+        memory: list[int],
+        dynamic_shared: int,
+        allocations: list[tuple[int, int]] | None,
+        step_limit: int,
+        record: bool,
+    ) -> None:
+        check_launch_shape(grid, block)
+        if len(params) != prog.num_params:
+            raise UsageError(f"{prog.name} takes {prog.num_params} parameters, got {len(params)}")
+        if len(memory) != limits.GLOBAL_WORDS:
+            raise UsageError(f"memory must hold {limits.GLOBAL_WORDS} words")
+        if dynamic_shared < 0 or dynamic_shared % 4:
+            raise UsageError(f"dynamic shared size must be a multiple of 4 bytes, got {dynamic_shared}")
+        self.shared_bytes = max(prog.static_shared_bytes, prog.dynamic_shared_offset + dynamic_shared)
+        if self.shared_bytes > limits.SHARED_WORDS * limits.WORD_BYTES:
+            raise ResourceError(
+                f"{prog.name} needs {self.shared_bytes} bytes of shared memory per block; the "
+                f"machine has {limits.SHARED_WORDS * limits.WORD_BYTES}"
+            )
+        self.prog = prog
+        self.grid, self.block = grid, block
+        self.params = [p & MASK32 for p in params]
+        self.mem = [w & MASK32 for w in memory]
+        self.allocations = allocations
+        self.step_limit = step_limit
+        self.record = record
+        self.trace: list[TraceRecord] = []
+        self.stats = {"blocks_executed": 0, "warp_instructions": 0, "thread_instructions": 0}
+        self.cta = 0
+
+    # --- helpers -------------------------------------------------------------------------
+    def _where(self, w: _Warp, lane: int, ins: Instr | None = None) -> str:
+        t = w.index * limits.WARP_LANES + lane
+        tid = (t % self.block[0], t // self.block[0])
+        cta = (self.cta % self.grid[0], self.cta // self.grid[0])
+        what = f" in `{format_instr(ins)}`" if ins is not None else ""
+        return (f"{self.prog.name}, block B{w.stack[-1].pc}{what}, blockIdx=({cta[0]},{cta[1]}), "
+                f"threadIdx=({tid[0]},{tid[1]})")
+
+    def _global_word(self, addr: int, w: _Warp, lane: int, ins: Instr) -> int:
+        if addr % 4:
+            raise LaunchError(f"misaligned global address {addr} at {self._where(w, lane, ins)}")
+        word = addr // 4
+        if word < limits.GLOBAL_FIRST_WORD:
+            raise LaunchError(f"null pointer access (address {addr}) at {self._where(w, lane, ins)}")
+        if word >= limits.GLOBAL_WORDS:
+            raise LaunchError(
+                f"global address {addr} is outside memory ({limits.GLOBAL_WORDS * 4} bytes) at "
+                f"{self._where(w, lane, ins)}"
+            )
+        if self.allocations is not None and not any(
+            lo <= addr < lo + n for lo, n in self.allocations
+        ):
+            raise LaunchError(
+                f"global address {addr} is out of bounds of every argument array at "
+                f"{self._where(w, lane, ins)}"
+            )
+        return word
+
+    def _window(self, space: str, addr: int, size: int, w: _Warp, lane: int, ins: Instr) -> int:
+        if addr % 4 or not 0 <= addr < size:
+            raise LaunchError(
+                f"{space} address {addr} is {'misaligned' if addr % 4 else 'out of bounds'} "
+                f"({space} size {size} bytes) at {self._where(w, lane, ins)}"
+            )
+        return addr // 4
+
+    def _sreg(self, which: int, w: _Warp, lane: int) -> int:
+        t = w.index * limits.WARP_LANES + lane
+        bx, by = self.block
+        gx, gy = self.grid
+        return (
+            t % bx, t // bx, bx, by, self.cta % gx, self.cta // gx, gx, gy,
+        )[SReg(which)]
+
+    # --- execution -----------------------------------------------------------------------
+    def run(self) -> MachineRun:
+        nthreads = self.block[0] * self.block[1]
+        ncta = self.grid[0] * self.grid[1]
+        for cta in range(ncta):
+            self.cta = cta
+            self.shared = [0] * (self.shared_bytes // 4)
+            warps = []
+            for wi in range((nthreads + limits.WARP_LANES - 1) // limits.WARP_LANES):
+                lanes = min(limits.WARP_LANES, nthreads - wi * limits.WARP_LANES)
+                live = (1 << lanes) - 1
+                warps.append(_Warp(
+                    wi, live, [_Frame(0, EXIT_RECONV, live)],
+                    [[0] * limits.NUM_REGS for _ in range(limits.WARP_LANES)],
+                    [[False] * limits.NUM_PREDS for _ in range(limits.WARP_LANES)],
+                    [[0] * limits.LOCAL_WORDS for _ in range(limits.WARP_LANES)],
+                ))
+            while True:
+                ready = [w for w in warps if not w.done and not w.waiting]
+                if not ready:
+                    waiting = [w for w in warps if not w.done]
+                    if not waiting:
+                        break
+                    for w in waiting:
+                        w.waiting = False
+                    continue
+                self._step(ready[0])
+        self.stats["thread_blocks"] = ncta
+        return MachineRun([s32(v) for v in self.mem], self.trace, self.stats)
+
+    def _step(self, w: _Warp) -> None:
+        self.stats["blocks_executed"] += 1
+        if self.stats["blocks_executed"] > self.step_limit:
+            raise LaunchError(
+                f"launch did not finish within {self.step_limit} block executions (a loop that "
+                f"never ends?); last at {self._where(w, 0)}"
+            )
+        frame = w.stack[-1]
+        pc = frame.pc
+        blk: Block = self.prog.blocks[pc]
+        mask = frame.mask
+        regs_written: dict[tuple[int, int], int] = {}
+        preds_written: dict[tuple[int, int], bool] = {}
+        mem_written: dict[tuple[str, int], int] = {}
+        for ins in blk.instrs:
+            self._exec(w, mask, ins, regs_written, preds_written, mem_written)
+        self._terminate(w, blk)
+        if self.record:
+            self.trace.append(TraceRecord(
+                self.cta, pc, w.index, mask,
+                tuple((ln, r, s32(v)) for (ln, r), v in regs_written.items()),
+                tuple((ln, p, v) for (ln, p), v in preds_written.items()),
+                tuple((sp, a, s32(v)) for (sp, a), v in mem_written.items()),
+                None if w.done else w.stack[-1].pc,
+            ))
+
+    def _exec(
+        self,
+        w: _Warp,
+        mask: int,
+        ins: Instr,
+        regs_w: dict[tuple[int, int], int],
+        preds_w: dict[tuple[int, int], bool],
+        mem_w: dict[tuple[str, int], int],
+    ) -> None:
+        g = guard_parts(ins.guard)
+        lanes = [
+            ln for ln in range(limits.WARP_LANES)
+            if mask >> ln & 1 and (g is None or w.preds[ln][g[0]] != g[1])
+        ]
+        self.stats["warp_instructions"] += 1
+        self.stats["thread_instructions"] += len(lanes)
+        if not lanes:
+            return
+        op, R = ins.op, w.regs
+        if op in (Op.ST, Op.ATOMG, Op.ATOMS) or (op == Op.LD and ins.mod != Space.PARAM):
+            self._memory(w, lanes, ins, regs_w, mem_w)
+            return
+        if op == Op.SHFL:
+            results = self._shuffle(w, lanes, ins, mask)
+        elif op == Op.SETP:
+            for ln, v in [(ln, _compare(ins.mod, R[ln][ins.a], _operand_b(ins, R[ln])))
+                          for ln in lanes]:
+                w.preds[ln][ins.d] = v
+                preds_w[(ln, ins.d)] = v
+            return
+        elif op == Op.PLOP:
+            for ln, v in [(ln, _plop(ins, w.preds[ln])) for ln in lanes]:
+                w.preds[ln][ins.d] = v
+                preds_w[(ln, ins.d)] = v
+            return
+        elif op == Op.S2R:
+            results = [self._sreg(ins.mod, w, ln) for ln in lanes]
+        elif op == Op.LD:  # param space
+            results = []
+            for ln in lanes:
+                addr = (R[ln][ins.a] + ins.imm) & MASK32
+                idx = self._window("param", addr, len(self.params) * 4, w, ln, ins)
+                results.append(self.params[idx])
+        elif op == Op.SEL:
+            results = [
+                R[ln][ins.a] if w.preds[ln][ins.c] != bool(ins.mod & 1) else _operand_b(ins, R[ln])
+                for ln in lanes
+            ]
+        else:
+            results = [alu(op, R[ln][ins.a], _operand_b(ins, R[ln]), R[ln][ins.c]) for ln in lanes]
+        if ins.d:
+            for ln, v in zip(lanes, results):
+                R[ln][ins.d] = v & MASK32
+                regs_w[(ln, ins.d)] = v & MASK32
+
+    def _shuffle(self, w: _Warp, lanes: list[int], ins: Instr, mask: int) -> list[int]:
+        segmask = 0x1C | (ins.c >> 2 & 3)
+        cval = ins.c & 3
+        out = []
+        for ln in lanes:
+            lane = w.index * limits.WARP_LANES + ln
+            bval = _operand_b(ins, w.regs[ln]) & 31
+            max_lane = (lane & segmask) | (cval & ~segmask & 31)
+            min_lane = lane & segmask
+            mode = Shfl(ins.mod)
+            if mode == Shfl.UP:
+                j = lane - bval
+                ok = j >= max_lane
+            elif mode == Shfl.DOWN:
+                j = lane + bval
+                ok = j <= max_lane
+            elif mode == Shfl.BFLY:
+                j = lane ^ bval
+                ok = j <= max_lane
+            else:
+                j = min_lane | (bval & ~segmask & 31)
+                ok = j <= max_lane
+            if not ok:
+                j = lane
+            src = j - w.index * limits.WARP_LANES
+            if not 0 <= src < limits.WARP_LANES:
+                raise LaunchError(
+                    f"shuffle source lane {j} is outside this thread's 4-lane warp at "
+                    f"{self._where(w, ln, ins)}"
+                )
+            if src not in lanes:
+                raise LaunchError(
+                    f"shuffle source lane {j} is inactive at {self._where(w, ln, ins)}"
+                )
+            out.append(w.regs[src][ins.a])
+        return out
+
+    def _memory(
+        self,
+        w: _Warp,
+        lanes: list[int],
+        ins: Instr,
+        regs_w: dict[tuple[int, int], int],
+        mem_w: dict[tuple[str, int], int],
+    ) -> None:
+        op, R = ins.op, w.regs
+        space = Space.GLOBAL if op == Op.ATOMG else Space.SHARED if op == Op.ATOMS else Space(ins.mod)
+        addrs = [(R[ln][ins.a] + ins.imm) & MASK32 for ln in lanes]
+        if space == Space.GLOBAL:
+            store, name = self.mem, "global"
+            idx = [self._global_word(a, w, ln, ins) for a, ln in zip(addrs, lanes)]
+        elif space == Space.SHARED:
+            store, name = self.shared, "shared"
+            idx = [self._window("shared", a, self.shared_bytes, w, ln, ins)
+                   for a, ln in zip(addrs, lanes)]
+        else:
+            store, name = None, "local"
+            idx = [self._window("local", a, limits.LOCAL_WORDS * 4, w, ln, ins)
+                   for a, ln in zip(addrs, lanes)]
+
+        def cell_get(ln: int, i: int) -> int:
+            return w.local[ln][i] if store is None else store[i]
+
+        def cell_set(ln: int, i: int, v: int) -> None:
+            if store is None:
+                w.local[ln][i] = v
+                mem_w[(name, ln * limits.LOCAL_WORDS * 4 + i * 4)] = v
+            else:
+                store[i] = v
+                mem_w[(name, i * 4)] = v
+
+        if op == Op.LD:
+            results = [cell_get(ln, i) for ln, i in zip(lanes, idx)]
+        elif op == Op.ST:
+            values = [R[ln][ins.b] for ln in lanes]
+            for ln, i, v in zip(lanes, idx, values):
+                cell_set(ln, i, v)
+            return
+        else:
+            results = []
+            for ln, i in zip(lanes, idx):
+                old = cell_get(ln, i)
+                cell_set(ln, i, atomic(ins.mod, old, R[ln][ins.b], R[ln][ins.c]))
+                results.append(old)
+        if ins.d:
+            for ln, v in zip(lanes, results):
+                R[ln][ins.d] = v
+                regs_w[(ln, ins.d)] = v
+
+    def _terminate(self, w: _Warp, blk: Block) -> None:
+        t = blk.term
+        top = w.stack[-1]
+        if t.kind == TermKind.EXIT:
+            gone = top.mask
+            w.live &= ~gone
+            for f in w.stack:
+                f.mask &= ~gone
+            while w.stack and not w.stack[-1].mask:
+                w.stack.pop()
+            return
+        if t.kind == TermKind.BAR:
+            if top.mask != w.live:
+                raise LaunchError(
+                    f"__syncthreads() reached by a divergent warp (active lanes {top.mask:04b} of "
+                    f"{w.live:04b}) at {self._where(w, 0)}"
+                )
+            top.pc = t.target
+            w.waiting = True
+        elif t.kind == TermKind.JMP:
+            top.pc = t.target
+        else:
+            taken = 0
+            for ln in range(limits.WARP_LANES):
+                if top.mask >> ln & 1 and w.preds[ln][t.pred] != t.negated:
+                    taken |= 1 << ln
+            other = top.mask & ~taken
+            if not other:
+                top.pc = t.target
+            elif not taken:
+                top.pc = t.other
+            else:
+                top.pc = t.reconv
+                w.stack.append(_Frame(t.other, t.reconv, other))
+                w.stack.append(_Frame(t.target, t.reconv, taken))
+        while len(w.stack) > 1 and w.stack[-1].pc == w.stack[-1].rpc:
+            w.stack.pop()
+        if w.stack[-1].pc == EXIT_RECONV:
+            raise LaunchError(f"{self.prog.name}: control reached the exit sentinel")
+
+
+def _operand_b(ins: Instr, regs: list[int]) -> int:
+    return ins.imm & MASK32 if ins.bi else regs[ins.b]
+
+
+def alu(op: Op, a: int, b: int, c: int = 0) -> int:
+    """Exact 32-bit semantics of the arithmetic/logic ops (inputs and output unsigned 32-bit)."""
+    if op == Op.ADD:
+        return (a + b) & MASK32
+    if op == Op.SUB:
+        return (a - b) & MASK32
+    if op == Op.MUL:
+        return (a * b) & MASK32
+    if op == Op.MULHI:
+        return ((s32(a) * s32(b)) >> 32) & MASK32
+    if op == Op.MULHIU:
+        return (a * b) >> 32
+    if op == Op.MAD:
+        return (a * b + c) & MASK32
+    if op == Op.MIN:
+        return min(s32(a), s32(b)) & MASK32
+    if op == Op.MAX:
+        return max(s32(a), s32(b)) & MASK32
+    if op == Op.MINU:
+        return min(a, b)
+    if op == Op.MAXU:
+        return max(a, b)
+    if op == Op.AND:
+        return a & b
+    if op == Op.OR:
+        return a | b
+    if op == Op.XOR:
+        return a ^ b
+    if op == Op.SHL:
+        return (a << b) & MASK32 if b < 32 else 0
+    if op == Op.SHR:
+        return a >> b if b < 32 else 0
+    if op == Op.SRA:
+        return (s32(a) >> min(b, 31)) & MASK32
+    if op == Op.NEG:
+        return -a & MASK32
+    if op == Op.ABS:
+        return abs(s32(a)) & MASK32
+    if op == Op.NOT:
+        return ~a & MASK32
+    if op == Op.POPC:
+        return a.bit_count()
+    if op == Op.CLZ:
+        return 32 - a.bit_length()
+    if op == Op.BREV:
+        return int(f"{a:032b}"[::-1], 2)
+    raise ValueError(f"{op.name} is not an ALU op")
+
+
+def _compare(cmp: int, a: int, b: int) -> bool:
+    c = Cmp(cmp)
+    if c in (Cmp.EQ, Cmp.NE):
+        return (a == b) == (c == Cmp.EQ)
+    if c in (Cmp.LT, Cmp.LE, Cmp.GT, Cmp.GE):
+        a, b = s32(a), s32(b)
+    return {
+        Cmp.LT: a < b, Cmp.LE: a <= b, Cmp.GT: a > b, Cmp.GE: a >= b,
+        Cmp.LO: a < b, Cmp.LS: a <= b, Cmp.HI: a > b, Cmp.HS: a >= b,
+    }[c]
+
+
+def _plop(ins: Instr, preds: list[bool]) -> bool:
+    a = preds[ins.a] != bool(ins.mod & 4)
+    b = preds[ins.b] != bool(ins.mod & 8)
+    op = ins.mod & 3
+    return (a and b) if op == 0 else (a or b) if op == 1 else (a != b)
+
+
+def atomic(kind: int, old: int, b: int, c: int) -> int:
+    """New memory value of an atomic (all values unsigned 32-bit)."""
+    k = Atom(kind)
+    if k == Atom.ADD:
+        return (old + b) & MASK32
+    if k == Atom.MIN:
+        return min(s32(old), s32(b)) & MASK32
+    if k == Atom.MAX:
+        return max(s32(old), s32(b)) & MASK32
+    if k == Atom.MINU:
+        return min(old, b)
+    if k == Atom.MAXU:
+        return max(old, b)
+    if k == Atom.EXCH:
+        return b
+    if k == Atom.CAS:
+        return c if old == b else old
+    if k == Atom.AND:
+        return old & b
+    if k == Atom.OR:
+        return old | b
+    if k == Atom.XOR:
+        return old ^ b
+    if k == Atom.INC:
+        return 0 if old >= b else old + 1
+    return b if old == 0 or old > b else old - 1
+
+
+def run_program(
+    prog: Program,
+    *,
+    grid: tuple[int, int],
+    block: tuple[int, int],
+    params: list[int],
+    memory: list[int],
+    dynamic_shared: int = 0,
+    allocations: list[tuple[int, int]] | None = None,
+    step_limit: int = limits.DEFAULT_STEP_LIMIT,
+    record: bool = True,
+) -> MachineRun:
+    """Run a lowered program on the reference machine and return memory, trace and stats."""
+    return _Launch(prog, grid, block, params, memory, dynamic_shared, allocations, step_limit,
+                   record).run()

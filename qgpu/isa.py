@@ -1,0 +1,367 @@
+"""The machine's instruction set: one instruction format, four terminators, a ROM of blocks.
+
+A program is a list of *machine blocks*. Each block holds at most ``BLOCK_SLOTS`` straight-line
+instructions and ends in one terminator (jump, branch, barrier, exit). The model will execute one
+block of one warp per generated token, so the block — not the instruction — is the unit of
+fetch, scheduling and tracing. docs/ISA.md is the prose version of this module.
+
+All instructions share one format (few formats and small fields win when the decoder becomes an
+MLP): ``op mod guard d a b c bi imm``. Unused fields are zero.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+from qgpu import limits
+
+
+class Op(IntEnum):
+    """Opcodes. Comments give the semantics; ``B`` is register b or the immediate when bi."""
+
+    ADD = 0  # d = a + B
+    SUB = 1  # d = a - B
+    MUL = 2  # d = low 32 bits of a * B
+    MULHI = 3  # d = high 32 bits of signed a * B
+    MULHIU = 4  # d = high 32 bits of unsigned a * B
+    MAD = 5  # d = low 32 bits of a * B + c
+    MIN = 6  # signed
+    MAX = 7
+    MINU = 8  # unsigned
+    MAXU = 9
+    AND = 10
+    OR = 11
+    XOR = 12
+    SHL = 13  # amounts >= 32 give 0 (B taken unsigned)
+    SHR = 14  # logical; amounts >= 32 give 0
+    SRA = 15  # arithmetic; amounts >= 32 give the sign fill
+    NEG = 16  # d = -a
+    ABS = 17  # d = |a| (abs(INT_MIN) = INT_MIN)
+    NOT = 18  # d = ~a
+    POPC = 19  # d = number of set bits of a
+    CLZ = 20  # d = leading zeros of a (32 for 0)
+    BREV = 21  # d = a with its 32 bits reversed
+    SEL = 22  # d = P ? a : B, P = predicate c (negated when mod bit 0)
+    SETP = 23  # predicate d = a <mod cmp> B
+    PLOP = 24  # predicate d = [!]pred a <mod op> [!]pred b
+    S2R = 25  # d = special register mod
+    LD = 26  # d = space mod [a + imm]
+    ST = 27  # space mod [a + imm] = b
+    ATOMG = 28  # d = old global [a + imm]; global [a + imm] = old <mod op> b (CAS: old == b ? c : old)
+    ATOMS = 29  # same on shared memory
+    SHFL = 30  # d = a of the lane chosen by mode mod, B and the packed shape c
+
+
+class Cmp(IntEnum):
+    """SETP comparisons: signed (LT..GE) and unsigned (LO..HS), as in PTX."""
+
+    EQ = 0
+    NE = 1
+    LT = 2
+    LE = 3
+    GT = 4
+    GE = 5
+    LO = 6
+    LS = 7
+    HI = 8
+    HS = 9
+
+
+class PredOp(IntEnum):
+    """PLOP operations; mod = op | neg_a << 2 | neg_b << 3."""
+
+    AND = 0
+    OR = 1
+    XOR = 2
+
+
+class Space(IntEnum):
+    """Memory spaces of LD/ST. LOCAL is per thread (spill slots); PARAM is read-only."""
+
+    GLOBAL = 0
+    SHARED = 1
+    LOCAL = 2
+    PARAM = 3
+
+
+class Atom(IntEnum):
+    """Atomic operations of ATOMG/ATOMS (mod field)."""
+
+    ADD = 0
+    MIN = 1
+    MAX = 2
+    MINU = 3
+    MAXU = 4
+    EXCH = 5
+    CAS = 6
+    AND = 7
+    OR = 8
+    XOR = 9
+    INC = 10  # old >=u b ? 0 : old + 1
+    DEC = 11  # (old == 0 or old >u b) ? b : old - 1
+
+
+class Shfl(IntEnum):
+    """SHFL modes (mod field); c packs (segmask & 3) << 2 | (clamp & 3)."""
+
+    UP = 0
+    DOWN = 1
+    BFLY = 2
+    IDX = 3
+
+
+class SReg(IntEnum):
+    """Special registers readable with S2R."""
+
+    TID_X = 0
+    TID_Y = 1
+    NTID_X = 2
+    NTID_Y = 3
+    CTAID_X = 4
+    CTAID_Y = 5
+    NCTAID_X = 6
+    NCTAID_Y = 7
+
+
+# Ops whose d names a predicate rather than a register.
+PRED_DEST_OPS = frozenset({Op.SETP, Op.PLOP})
+UNARY_OPS = frozenset({Op.NEG, Op.ABS, Op.NOT, Op.POPC, Op.CLZ, Op.BREV})
+NO_GUARD = 0  # guard field: 0 = always, 1 + p = @p, 1 + NUM_PREDS + p = @!p
+
+
+def guard_code(pred: int | None, negated: bool = False) -> int:
+    """Encode a guard ``@p`` / ``@!p`` (None = always)."""
+    if pred is None:
+        return NO_GUARD
+    return 1 + pred + (limits.NUM_PREDS if negated else 0)
+
+
+def guard_parts(code: int) -> tuple[int, bool] | None:
+    """Decode a guard field into (predicate, negated), or None for always."""
+    if code == NO_GUARD:
+        return None
+    p = code - 1
+    return p % limits.NUM_PREDS, p >= limits.NUM_PREDS
+
+
+@dataclass(frozen=True)
+class Instr:
+    """One machine instruction. ``imm`` is signed 32-bit; ``bi`` makes it operand B."""
+
+    op: Op
+    d: int = 0
+    a: int = 0
+    b: int = 0
+    c: int = 0
+    imm: int = 0
+    bi: bool = False
+    mod: int = 0
+    guard: int = NO_GUARD
+    comment: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        for name in ("d", "a", "b", "c"):
+            v = getattr(self, name)
+            if not 0 <= v < limits.NUM_REGS:
+                raise ValueError(f"{self.op.name}: field {name}={v} out of range")
+        if not -(1 << 31) <= self.imm < (1 << 32):
+            raise ValueError(f"{self.op.name}: immediate {self.imm} is not 32-bit")
+        if not 0 <= self.mod < 16 or not 0 <= self.guard < 1 + 2 * limits.NUM_PREDS:
+            raise ValueError(f"{self.op.name}: mod/guard out of range")
+
+    def reads(self) -> tuple[int, ...]:
+        """General registers this instruction reads (r0 included when named)."""
+        op = self.op
+        if op in (Op.S2R, Op.PLOP):
+            return ()
+        if op == Op.LD or op in UNARY_OPS:
+            return (self.a,)
+        if op == Op.ST:
+            return (self.a, self.b)
+        regs = [self.a]
+        if not self.bi:
+            regs.append(self.b)
+        if op == Op.MAD or (op in (Op.ATOMG, Op.ATOMS) and self.mod == Atom.CAS):
+            regs.append(self.c)
+        return tuple(regs)
+
+    def writes_reg(self) -> int | None:
+        """The general register written (None for stores and predicate ops)."""
+        if self.op in PRED_DEST_OPS or self.op == Op.ST:
+            return None
+        return self.d
+
+
+class TermKind(IntEnum):
+    """How a block ends."""
+
+    JMP = 0  # all active lanes continue at target
+    BRA = 1  # lanes with the predicate go to target, the others to other; reconverge at reconv
+    BAR = 2  # bar.sync 0, then continue at target
+    EXIT = 3  # active lanes finish
+
+
+EXIT_RECONV = -1  # reconv of a branch whose paths never meet again before exiting
+
+
+@dataclass(frozen=True)
+class Term:
+    """A block terminator. For BRA, ``pred``/``negated`` select the taken lanes."""
+
+    kind: TermKind
+    target: int = 0
+    other: int = 0
+    reconv: int = EXIT_RECONV
+    pred: int = 0
+    negated: bool = False
+
+
+@dataclass(frozen=True)
+class Block:
+    """At most BLOCK_SLOTS instructions, then a terminator."""
+
+    instrs: tuple[Instr, ...]
+    term: Term
+
+    def __post_init__(self) -> None:
+        if len(self.instrs) > limits.BLOCK_SLOTS:
+            raise ValueError(f"block has {len(self.instrs)} instructions > {limits.BLOCK_SLOTS}")
+
+
+@dataclass(frozen=True)
+class Program:
+    """A lowered kernel: its ROM plus what the launch needs to know."""
+
+    name: str
+    blocks: tuple[Block, ...]
+    num_params: int
+    static_shared_bytes: int
+    dynamic_shared_offset: int  # byte offset of the extern __shared__ array
+    local_words: int  # spill slots used per thread
+    param_is_pointer: tuple[bool, ...] = ()  # 64-bit .param entries (pointers or widened ints)
+
+    def instruction_count(self) -> int:
+        return sum(len(b.instrs) for b in self.blocks)
+
+
+# --- binary encoding ------------------------------------------------------------------------
+# Instruction word (63 bits): imm:32 | bi:1 | c:4 | b:4 | a:4 | d:4 | guard:4 | mod:4 | op:6
+_FIELDS = (("op", 6), ("mod", 4), ("guard", 4), ("d", 4), ("a", 4), ("b", 4), ("c", 4), ("bi", 1))
+# Terminator word (26 bits): reconv:7 | other:6 | target:6 | negated:1 | pred:2 | kind:2 (+2 spare)
+_TERM_FIELDS = (("kind", 2), ("pred", 2), ("negated", 1), ("target", 6), ("other", 6), ("reconv", 7))
+
+
+def encode_instr(ins: Instr) -> int:
+    """Pack an instruction into its 63-bit word."""
+    word, shift = 0, 0
+    for name, width in _FIELDS:
+        word |= int(getattr(ins, name)) << shift
+        shift += width
+    return word | (ins.imm & 0xFFFFFFFF) << shift
+
+
+def decode_instr(word: int) -> Instr:
+    """Inverse of encode_instr (the comment is lost)."""
+    vals: dict[str, int] = {}
+    shift = 0
+    for name, width in _FIELDS:
+        vals[name] = (word >> shift) & ((1 << width) - 1)
+        shift += width
+    imm = (word >> shift) & 0xFFFFFFFF
+    imm = imm - (1 << 32) if imm >= 1 << 31 else imm
+    return Instr(
+        op=Op(vals["op"]), mod=vals["mod"], guard=vals["guard"], d=vals["d"], a=vals["a"],
+        b=vals["b"], c=vals["c"], bi=bool(vals["bi"]), imm=imm,
+    )
+
+
+def encode_term(t: Term) -> int:
+    """Pack a terminator; reconv EXIT_RECONV is stored as 127."""
+    vals = {
+        "kind": int(t.kind), "pred": t.pred, "negated": int(t.negated), "target": t.target,
+        "other": t.other, "reconv": 127 if t.reconv == EXIT_RECONV else t.reconv,
+    }
+    word, shift = 0, 0
+    for name, width in _TERM_FIELDS:
+        word |= vals[name] << shift
+        shift += width
+    return word
+
+
+def decode_term(word: int) -> Term:
+    """Inverse of encode_term."""
+    vals: dict[str, int] = {}
+    shift = 0
+    for name, width in _TERM_FIELDS:
+        vals[name] = (word >> shift) & ((1 << width) - 1)
+        shift += width
+    reconv = EXIT_RECONV if vals["reconv"] == 127 else vals["reconv"]
+    return Term(TermKind(vals["kind"]), vals["target"], vals["other"], reconv, vals["pred"],
+                bool(vals["negated"]))
+
+
+# --- text form --------------------------------------------------------------------------------
+
+
+def _reg(r: int) -> str:
+    return f"r{r}"
+
+
+def format_instr(ins: Instr) -> str:
+    """Assembly text, e.g. ``@!p1 add r3, r2, 4``."""
+    g = guard_parts(ins.guard)
+    guard = "" if g is None else f"@{'!' if g[1] else ''}p{g[0]} "
+    op = ins.op
+    bsrc = str(ins.imm) if ins.bi else _reg(ins.b)
+    if op == Op.SETP:
+        text = f"setp.{Cmp(ins.mod).name.lower()} p{ins.d}, {_reg(ins.a)}, {bsrc}"
+    elif op == Op.PLOP:
+        na, nb = "!" if ins.mod & 4 else "", "!" if ins.mod & 8 else ""
+        text = f"p{PredOp(ins.mod & 3).name.lower()} p{ins.d}, {na}p{ins.a}, {nb}p{ins.b}"
+    elif op == Op.SEL:
+        neg = "!" if ins.mod & 1 else ""
+        text = f"sel r{ins.d}, {_reg(ins.a)}, {bsrc}, {neg}p{ins.c}"
+    elif op == Op.S2R:
+        text = f"s2r r{ins.d}, %{SReg(ins.mod).name.lower()}"
+    elif op == Op.LD:
+        text = f"ld.{Space(ins.mod).name.lower()} r{ins.d}, [{_reg(ins.a)}+{ins.imm}]"
+    elif op == Op.ST:
+        text = f"st.{Space(ins.mod).name.lower()} [{_reg(ins.a)}+{ins.imm}], {_reg(ins.b)}"
+    elif op in (Op.ATOMG, Op.ATOMS):
+        sp = "global" if op == Op.ATOMG else "shared"
+        extra = f", {_reg(ins.c)}" if ins.mod == Atom.CAS else ""
+        text = (f"atom.{sp}.{Atom(ins.mod).name.lower()} r{ins.d}, [{_reg(ins.a)}+{ins.imm}], "
+                f"{_reg(ins.b)}{extra}")
+    elif op == Op.SHFL:
+        text = f"shfl.{Shfl(ins.mod).name.lower()} r{ins.d}, {_reg(ins.a)}, {bsrc}, {ins.c:#x}"
+    elif op in UNARY_OPS:
+        text = f"{op.name.lower()} r{ins.d}, {_reg(ins.a)}"
+    elif op == Op.MAD:
+        text = f"mad r{ins.d}, {_reg(ins.a)}, {bsrc}, {_reg(ins.c)}"
+    else:
+        text = f"{op.name.lower()} r{ins.d}, {_reg(ins.a)}, {bsrc}"
+    return guard + text + (f"  ; {ins.comment}" if ins.comment else "")
+
+
+def format_term(t: Term) -> str:
+    """Assembly text of a terminator."""
+    if t.kind == TermKind.JMP:
+        return f"jmp B{t.target}"
+    if t.kind == TermKind.BAR:
+        return f"bar.sync -> B{t.target}"
+    if t.kind == TermKind.EXIT:
+        return "exit"
+    reconv = "exit" if t.reconv == EXIT_RECONV else f"B{t.reconv}"
+    neg = "!" if t.negated else ""
+    return f"bra {neg}p{t.pred} ? B{t.target} : B{t.other}, reconverge {reconv}"
+
+
+def format_program(prog: Program) -> str:
+    """The whole ROM as readable assembly."""
+    lines = [f"// {prog.name}: {len(prog.blocks)} blocks, {prog.instruction_count()} instructions"]
+    for i, blk in enumerate(prog.blocks):
+        lines.append(f"B{i}:")
+        lines += [f"    {format_instr(ins)}" for ins in blk.instrs]
+        lines.append(f"    {format_term(blk.term)}")
+    return "\n".join(lines)

@@ -1,0 +1,107 @@
+"""The lowering's intermediate form: machine instructions over virtual registers, in basic blocks.
+
+Instruction selection (select.py) produces it from PTX; register allocation (regalloc.py) maps
+virtual registers to r1..r15 / p0..p3 (spilling to local slots); layout.py cuts the basic blocks
+into ROM blocks. Virtual register 0 is the zero register.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from qgpu.isa import PRED_DEST_OPS, UNARY_OPS, Atom, Op, TermKind
+
+ZERO = 0
+
+
+@dataclass
+class VInstr:
+    """A machine instruction whose register fields are virtual: vregs, or vpreds where the op
+    says so (d of SETP/PLOP, a/b of PLOP, c of SEL, the guard)."""
+
+    op: Op
+    d: int = ZERO
+    a: int = ZERO
+    b: int = ZERO
+    c: int = ZERO
+    imm: int = 0
+    bi: bool = False
+    mod: int = 0
+    guard: tuple[int, bool] | None = None
+    line: int = 0  # PTX source line, for error messages
+    comment: str = ""
+
+    def reg_uses(self) -> list[int]:
+        """Virtual registers read (without the zero register)."""
+        op = self.op
+        if op in (Op.S2R, Op.PLOP):
+            regs: list[int] = []
+        elif op == Op.LD or op in UNARY_OPS:
+            regs = [self.a]
+        elif op == Op.ST:
+            regs = [self.a, self.b]
+        else:
+            regs = [self.a] + ([] if self.bi else [self.b])
+            if op == Op.MAD or (op in (Op.ATOMG, Op.ATOMS) and self.mod == Atom.CAS):
+                regs.append(self.c)
+        if self.guard is not None and self.reg_def() is not None:
+            regs.append(self.d)  # a guarded write keeps the old value on other lanes
+        return [r for r in regs if r != ZERO]
+
+    def reg_def(self) -> int | None:
+        if self.op in PRED_DEST_OPS or self.op == Op.ST or self.d == ZERO:
+            return None
+        return self.d
+
+    def pred_uses(self) -> list[int]:
+        preds = [] if self.guard is None else [self.guard[0]]
+        if self.op == Op.PLOP:
+            preds += [self.a, self.b]
+        elif self.op == Op.SEL:
+            preds.append(self.c)
+        if self.guard is not None and self.op in PRED_DEST_OPS:
+            preds.append(self.d)
+        return preds
+
+    def pred_def(self) -> int | None:
+        return self.d if self.op in PRED_DEST_OPS else None
+
+
+@dataclass
+class VTerm:
+    """Block terminator over virtual predicates; targets are IR block indices."""
+
+    kind: TermKind
+    target: int = 0
+    other: int = 0
+    pred: int = 0
+    negated: bool = False
+    line: int = 0
+
+    def successors(self) -> list[int]:
+        if self.kind == TermKind.EXIT:
+            return []
+        if self.kind == TermKind.BRA:
+            return [self.target, self.other]
+        return [self.target]
+
+
+@dataclass
+class IRBlock:
+    name: str
+    instrs: list[VInstr] = field(default_factory=list)
+    term: VTerm | None = None
+
+
+@dataclass
+class IRFunction:
+    """A kernel in IR form plus the facts about it the launch needs."""
+
+    name: str
+    blocks: list[IRBlock]
+    num_params: int
+    static_shared_bytes: int
+    dynamic_shared_offset: int
+    param_is_pointer: tuple[bool, ...]
+    num_vregs: int = 1
+    num_vpreds: int = 0

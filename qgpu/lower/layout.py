@@ -1,0 +1,178 @@
+"""CFG clean-up, reconvergence points and ROM layout.
+
+Basic blocks are cleaned (unreachable blocks dropped, empty jump blocks threaded, straight-line
+chains merged), each branch gets its immediate post-dominator as reconvergence point, and every
+basic block is cut into ROM blocks of at most BLOCK_SLOTS instructions.
+"""
+
+from __future__ import annotations
+
+from qgpu import limits
+from qgpu.errors import ResourceError
+from qgpu.isa import EXIT_RECONV, Block, Instr, Op, Term, TermKind, guard_code
+from qgpu.lower.ir import IRBlock, IRFunction, VInstr, VTerm
+from qgpu.lower.regalloc import Allocation, _is_reg_field
+
+VIRTUAL_EXIT = -1
+
+
+def _retarget(term: VTerm, f) -> None:
+    term.target = f(term.target)
+    if term.kind == TermKind.BRA:
+        term.other = f(term.other)
+
+
+def simplify_cfg(fn: IRFunction) -> None:
+    """Thread empty jump blocks, merge single-predecessor chains, drop unreachable blocks."""
+    blocks = fn.blocks
+
+    def final(i: int) -> int:
+        seen = set()
+        while not blocks[i].instrs and blocks[i].term.kind == TermKind.JMP and i not in seen \
+                and i != 0:
+            seen.add(i)
+            i = blocks[i].term.target
+        return i
+
+    for blk in blocks:
+        _retarget(blk.term, final)
+    changed = True
+    while changed:
+        changed = False
+        preds = _predecessors(blocks, _reachable(blocks))
+        for i in _reachable(blocks):
+            blk = blocks[i]
+            t = blk.term
+            if t.kind == TermKind.JMP and t.target != i and t.target != 0 \
+                    and len(preds[t.target]) == 1:
+                nxt = blocks[t.target]
+                blk.instrs = blk.instrs + nxt.instrs
+                blk.term = nxt.term
+                nxt.instrs, nxt.term = [], VTerm(TermKind.EXIT)
+                changed = True
+                break
+    order = _reachable(blocks)
+    index = {old: new for new, old in enumerate(order)}
+    fn.blocks = [blocks[i] for i in order]
+    for blk in fn.blocks:
+        _retarget(blk.term, lambda t: index[t])
+
+
+def _reachable(blocks: list[IRBlock]) -> list[int]:
+    """Reachable blocks in reverse post-order, each branch's fall-through path right after it
+    (short live intervals for the linear-scan allocator, entry first)."""
+    seen, post = {0}, []
+    stack = [(0, iter(blocks[0].term.successors()))]
+    while stack:
+        node, succ = stack[-1]
+        nxt = next((s for s in succ if s not in seen), None)
+        if nxt is None:
+            post.append(node)
+            stack.pop()
+        else:
+            seen.add(nxt)
+            stack.append((nxt, iter(blocks[nxt].term.successors())))
+    return post[::-1]
+
+
+def _predecessors(blocks: list[IRBlock], live: list[int]) -> dict[int, list[int]]:
+    preds: dict[int, list[int]] = {i: [] for i in range(len(blocks))}
+    for i in live:
+        for s in blocks[i].term.successors():
+            preds[s].append(i)
+    return preds
+
+
+def immediate_postdominators(blocks: list[IRBlock]) -> list[int]:
+    """ipdom of every block (VIRTUAL_EXIT when it is the exit or no common point exists)."""
+    n = len(blocks)
+    everything = set(range(n)) | {VIRTUAL_EXIT}
+    pdom = [set(everything) for _ in range(n)]
+    changed = True
+    while changed:
+        changed = False
+        for i in reversed(range(n)):
+            succ = blocks[i].term.successors()
+            if not succ:
+                new = {i, VIRTUAL_EXIT}
+            else:
+                new = set.intersection(*(pdom[s] for s in succ)) | {i}
+            if new != pdom[i]:
+                pdom[i] = new
+                changed = True
+    ipdom = []
+    for i in range(n):
+        strict = pdom[i] - {i}
+        best = VIRTUAL_EXIT
+        for c in strict:
+            if c != VIRTUAL_EXIT and pdom[c] == strict:
+                best = c
+        ipdom.append(best)
+    return ipdom
+
+
+def layout(fn: IRFunction, alloc: Allocation) -> tuple[Block, ...]:
+    """Cut basic blocks into ROM blocks and translate to machine instructions."""
+    ipdom = immediate_postdominators(fn.blocks)
+    code = [[m for m in (_machine_instr(v, alloc) for v in blk.instrs) if not _is_self_move(m)]
+            for blk in fn.blocks]
+    first: list[int] = []
+    count = 0
+    for instrs in code:
+        first.append(count)
+        count += max(1, -(-len(instrs) // limits.BLOCK_SLOTS))
+    if count > limits.ROM_BLOCKS:
+        raise ResourceError(
+            f"{fn.name} needs {count} ROM blocks of {limits.BLOCK_SLOTS} instructions; the "
+            f"program ROM holds {limits.ROM_BLOCKS} — make the kernel smaller (less unrolling, "
+            f"fewer divisions)"
+        )
+    out: list[Block] = []
+    for i, blk in enumerate(fn.blocks):
+        machine = code[i]
+        chunks = [machine[k:k + limits.BLOCK_SLOTS]
+                  for k in range(0, len(machine), limits.BLOCK_SLOTS)] or [[]]
+        for j, chunk in enumerate(chunks):
+            if j < len(chunks) - 1:
+                term = Term(TermKind.JMP, len(out) + 1)
+            else:
+                term = _machine_term(blk.term, first, ipdom[i], alloc)
+            out.append(Block(tuple(chunk), term))
+    return tuple(out)
+
+
+def _machine_term(t: VTerm, first: list[int], ipdom: int, alloc: Allocation) -> Term:
+    if t.kind == TermKind.EXIT:
+        return Term(TermKind.EXIT)
+    if t.kind in (TermKind.JMP, TermKind.BAR):
+        return Term(t.kind, first[t.target])
+    reconv = EXIT_RECONV if ipdom == VIRTUAL_EXIT else first[ipdom]
+    return Term(TermKind.BRA, first[t.target], first[t.other], reconv, alloc.preds[t.pred],
+                t.negated)
+
+
+def _machine_instr(v: VInstr, alloc: Allocation) -> Instr:
+    fields = {}
+    for name in ("d", "a", "b", "c"):
+        val = getattr(v, name)
+        if _is_reg_field(v, name):
+            fields[name] = 0 if val == 0 else alloc.regs[val]
+        elif v.op.name in ("SETP", "PLOP", "SEL"):
+            fields[name] = alloc.preds[val] if _pred_field(v, name) else val
+        else:
+            fields[name] = val
+    guard = 0 if v.guard is None else guard_code(alloc.preds[v.guard[0]], v.guard[1])
+    return Instr(v.op, imm=v.imm, bi=v.bi, mod=v.mod, guard=guard, comment=v.comment, **fields)
+
+
+def _is_self_move(ins: Instr) -> bool:
+    """``add rX, rX, r0`` left behind when a move's source and destination share a register."""
+    return ins.op == Op.ADD and not ins.bi and ins.b == 0 and ins.d == ins.a and ins.guard == 0
+
+
+def _pred_field(v: VInstr, name: str) -> bool:
+    if v.op.name == "PLOP":
+        return name in ("d", "a", "b")
+    if v.op.name == "SETP":
+        return name == "d"
+    return name == "c"  # SEL

@@ -1,0 +1,205 @@
+"""Register allocation: virtual registers -> r1..r15, virtual predicates -> p0..p3.
+
+Linear scan over live intervals computed from per-thread liveness. Per-thread liveness is
+correct on the SIMT machine because every register is per lane and masked lanes never write.
+When more than 15 values are live, the values whose intervals end furthest are spilled to the
+thread's local slots (``ld.local``/``st.local``) and three registers are kept back as scratch
+for reloading them around each use.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from qgpu import limits
+from qgpu.errors import ResourceError
+from qgpu.isa import Op, Space, TermKind
+from qgpu.lower.ir import ZERO, IRFunction, VInstr
+
+SCRATCH = 3
+FIRST_REG = 1
+
+
+@dataclass
+class Allocation:
+    regs: dict[int, int]  # vreg -> physical register
+    spilled: dict[int, int]  # vreg -> local slot
+    preds: dict[int, int]  # vpred -> physical predicate
+
+
+def _liveness(fn: IRFunction, uses_of, def_of, term_uses) -> tuple[list[set], list[set]]:
+    n = len(fn.blocks)
+    use: list[set[int]] = [set() for _ in range(n)]
+    defs: list[set[int]] = [set() for _ in range(n)]
+    for i, blk in enumerate(fn.blocks):
+        for ins in blk.instrs:
+            use[i].update(u for u in uses_of(ins) if u not in defs[i])
+            d = def_of(ins)
+            if d is not None:
+                defs[i].add(d)
+        use[i].update(u for u in term_uses(blk.term) if u not in defs[i])
+    live_in: list[set[int]] = [set() for _ in range(n)]
+    live_out: list[set[int]] = [set() for _ in range(n)]
+    changed = True
+    while changed:
+        changed = False
+        for i in reversed(range(n)):
+            out = set().union(*(live_in[s] for s in fn.blocks[i].term.successors()))
+            inn = use[i] | (out - defs[i])
+            if out != live_out[i] or inn != live_in[i]:
+                live_out[i], live_in[i] = out, inn
+                changed = True
+    return live_in, live_out
+
+
+def _intervals(fn: IRFunction, uses_of, def_of, term_uses) -> dict[int, list[int]]:
+    """value -> [start, end] positions (instruction k of the linear order: uses 2k, def 2k+1)."""
+    live_in, live_out = _liveness(fn, uses_of, def_of, term_uses)
+    iv: dict[int, list[int]] = {}
+
+    def touch(v: int, pos: int) -> None:
+        if v in iv:
+            iv[v][0] = min(iv[v][0], pos)
+            iv[v][1] = max(iv[v][1], pos)
+        else:
+            iv[v] = [pos, pos]
+
+    pos = 0
+    for i, blk in enumerate(fn.blocks):
+        start = pos
+        for v in live_in[i]:
+            touch(v, start)
+        for ins in blk.instrs:
+            for u in uses_of(ins):
+                touch(u, pos)
+            d = def_of(ins)
+            if d is not None:
+                touch(d, pos + 1)
+            pos += 2
+        for u in term_uses(blk.term):
+            touch(u, pos)
+        for v in live_out[i]:
+            touch(v, pos + 1)
+        pos += 2
+    return iv
+
+
+def _scan(iv: dict[int, list[int]], k: int, hints: dict[int, int]) -> tuple[dict, list[int]]:
+    """Linear scan; returns (value -> index in 0..k-1, spilled values)."""
+    order = sorted(iv, key=lambda v: (iv[v][0], iv[v][1]))
+    active: list[int] = []
+    assigned: dict[int, int] = {}
+    spilled: list[int] = []
+    for v in order:
+        start = iv[v][0]
+        for a in [a for a in active if iv[a][1] < start]:
+            active.remove(a)
+        used = {assigned[a] for a in active}
+        free = [r for r in range(k) if r not in used]
+        if free:
+            hint = hints.get(v)
+            pick = assigned.get(hint) if hint in assigned and assigned.get(hint) in free else free[0]
+            assigned[v] = pick
+            active.append(v)
+            continue
+        victim = max(active, key=lambda a: iv[a][1])
+        if iv[victim][1] > iv[v][1]:
+            assigned[v] = assigned.pop(victim)
+            active.remove(victim)
+            active.append(v)
+            spilled.append(victim)
+        else:
+            spilled.append(v)
+    return assigned, spilled
+
+
+def _move_hints(fn: IRFunction) -> dict[int, int]:
+    """dest -> source of plain register moves, so both may share a register."""
+    hints = {}
+    for blk in fn.blocks:
+        for ins in blk.instrs:
+            if ins.op == Op.ADD and not ins.bi and ins.b == ZERO and ins.guard is None \
+                    and ins.a != ZERO and ins.d != ZERO:
+                hints[ins.d] = ins.a
+    return hints
+
+
+def allocate(fn: IRFunction) -> Allocation:
+    """Assign physical registers and predicates; raises ResourceError when impossible."""
+
+    def pred_term(t):
+        return [t.pred] if t.kind == TermKind.BRA else []
+
+    piv = _intervals(fn, VInstr.pred_uses, VInstr.pred_def, pred_term)
+    preds, pspill = _scan(piv, limits.NUM_PREDS, {})
+    if pspill:
+        raise ResourceError(
+            f"{fn.name} needs more than {limits.NUM_PREDS} predicates live at once; simplify the "
+            f"conditions that are live across each other"
+        )
+    riv = _intervals(fn, VInstr.reg_uses, VInstr.reg_def, lambda t: [])
+    hints = _move_hints(fn)
+    usable = limits.NUM_REGS - FIRST_REG
+    regs, spilled = _scan(riv, usable, hints)
+    if spilled:
+        regs, spilled = _scan(riv, usable - SCRATCH, hints)
+        if len(spilled) > limits.LOCAL_WORDS:
+            raise ResourceError(
+                f"{fn.name} needs {len(spilled) + usable - SCRATCH} registers live at once; the "
+                f"machine has {usable} and {limits.LOCAL_WORDS} spill slots per thread — reduce "
+                f"unrolling (#pragma unroll 1) or live values"
+            )
+    return Allocation(
+        {v: r + FIRST_REG for v, r in regs.items()},
+        {v: i for i, v in enumerate(spilled)},
+        preds,
+    )
+
+
+def insert_spill_code(fn: IRFunction, alloc: Allocation) -> None:
+    """Rewrite instructions touching spilled values to go through scratch registers."""
+    if not alloc.spilled:
+        return
+    scratch_regs = list(range(limits.NUM_REGS - SCRATCH, limits.NUM_REGS))
+    next_v = fn.num_vregs
+    for blk in fn.blocks:
+        out: list[VInstr] = []
+        for ins in blk.instrs:
+            touched = [v for v in dict.fromkeys(ins.reg_uses()) if v in alloc.spilled]
+            d = ins.reg_def()
+            if len(touched) > SCRATCH:
+                raise ResourceError(f"{fn.name}: line {ins.line}: too many spilled operands")
+            mapping: dict[int, int] = {}
+            for v in touched:
+                mapping[v] = next_v
+                alloc.regs[next_v] = scratch_regs[len(mapping) - 1]
+                next_v += 1
+                out.append(VInstr(Op.LD, mapping[v], ZERO, imm=4 * alloc.spilled[v],
+                                  mod=Space.LOCAL, line=ins.line, comment="reload"))
+            if d is not None and d in alloc.spilled and d not in mapping:
+                mapping[d] = next_v
+                alloc.regs[next_v] = scratch_regs[0]
+                next_v += 1
+            for field in ("d", "a", "b", "c"):
+                val = getattr(ins, field)
+                if val in mapping and _is_reg_field(ins, field):
+                    setattr(ins, field, mapping[val])
+            out.append(ins)
+            if d is not None and d in alloc.spilled:
+                out.append(VInstr(Op.ST, ZERO, ZERO, mapping[d], imm=4 * alloc.spilled[d],
+                                  mod=Space.LOCAL, line=ins.line, comment="spill"))
+        blk.instrs = out
+    fn.num_vregs = next_v
+
+
+def _is_reg_field(ins: VInstr, field: str) -> bool:
+    op = ins.op
+    if op == Op.PLOP:
+        return False
+    if op in (Op.SETP,) and field == "d":
+        return False
+    if op == Op.SEL and field == "c":
+        return False
+    if op == Op.SHFL and field == "c":
+        return False
+    return True

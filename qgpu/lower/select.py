@@ -1,0 +1,994 @@
+"""Instruction selection: PTX kernel -> IR over virtual registers (docs/ISA.md, "Lowering").
+
+Address model: pointers are small byte addresses, so 64-bit *ring* operations (add, sub, mul.lo,
+shl, and/or/xor, truncation) are computed exactly on their low 32 bits. Every 64-bit register gets
+a static *kind* (zero-extended, sign-extended, a wide product, or unknown) from all of its
+definitions; non-ring 64-bit operations (shr, ordered compares, div) are lowered only when the
+kinds make the 32-bit form exact, and rejected otherwise. 16-bit registers hold their value
+zero-extended. Division and remainder become a 32-step shift-subtract loop.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+from qgpu import limits
+from qgpu.errors import ResourceError, UnsupportedError
+from qgpu.isa import Atom, Cmp, Op, PredOp, Shfl, Space, SReg, TermKind
+from qgpu.lower.ir import ZERO, IRBlock, IRFunction, VInstr, VTerm
+from qgpu.ptx.ast import Addr, Imm, Instr, Kernel, Label, Module, Pair, Reg, SpecialReg, Sym
+
+MASK32 = 0xFFFFFFFF
+
+
+class Kind(Enum):
+    """What the high half of a 64-bit register is, given its low half (lo)."""
+
+    ZX = "zero-extended"  # hi = 0: pointers, addresses, u32 widened
+    SX = "sign-extended"  # hi = sign(lo): widened ints (C's no-overflow rule keeps them so)
+    WIDE_S = "signed 64-bit product"
+    WIDE_U = "unsigned 64-bit product"
+    TOP = "unknown"
+
+
+def _join(a: Kind | None, b: Kind) -> Kind:
+    return b if a is None or a == b else Kind.TOP
+
+
+SIGNED_CMP = {"eq": Cmp.EQ, "ne": Cmp.NE, "lt": Cmp.LT, "le": Cmp.LE, "gt": Cmp.GT, "ge": Cmp.GE}
+UNSIGNED_CMP = {"eq": Cmp.EQ, "ne": Cmp.NE, "lt": Cmp.LO, "le": Cmp.LS, "gt": Cmp.HI,
+                "ge": Cmp.HS, "lo": Cmp.LO, "ls": Cmp.LS, "hi": Cmp.HI, "hs": Cmp.HS}
+BINARY = {"add": Op.ADD, "sub": Op.SUB, "and": Op.AND, "or": Op.OR, "xor": Op.XOR}
+UNARY = {"neg": Op.NEG, "not": Op.NOT, "abs": Op.ABS, "popc": Op.POPC, "clz": Op.CLZ,
+         "brev": Op.BREV}
+ATOMS = {"add": Atom.ADD, "exch": Atom.EXCH, "cas": Atom.CAS, "and": Atom.AND, "or": Atom.OR,
+         "xor": Atom.XOR, "inc": Atom.INC, "dec": Atom.DEC}
+SREGS = {("%tid", "x"): SReg.TID_X, ("%tid", "y"): SReg.TID_Y, ("%ntid", "x"): SReg.NTID_X,
+         ("%ntid", "y"): SReg.NTID_Y, ("%ctaid", "x"): SReg.CTAID_X,
+         ("%ctaid", "y"): SReg.CTAID_Y, ("%nctaid", "x"): SReg.NCTAID_X,
+         ("%nctaid", "y"): SReg.NCTAID_Y}
+Z_CONSTANTS = {"%tid": 0, "%ntid": 1, "%ctaid": 0, "%nctaid": 1}
+TYPES = ("pred", "b8", "s8", "u8", "b16", "s16", "u16", "b32", "s32", "u32", "b64", "s64", "u64")
+NO_OPS = ("membar", "fence")
+MEM_SPACES = ("global", "shared", "param", "local", "const", "tex", "surf")
+CACHE_MODS = ("ca", "cg", "cs", "lu", "cv", "nc", "volatile", "relaxed", "acquire", "release",
+              "gpu", "cta", "sys", "weak", "wb", "wt", "uni", "sync", "aligned")
+
+
+def type_bits(t: str) -> int:
+    return 1 if t == "pred" else int(t[1:])
+
+
+class Selector:
+    """Walks a kernel's body once and builds its IR."""
+
+    def __init__(self, kernel: Kernel, module: Module) -> None:
+        self.kernel = kernel
+        self.reg_types = kernel.reg_types
+        self.params = {p.name: i for i, p in enumerate(kernel.params)}
+        if len(kernel.params) > limits.PARAM_WORDS:
+            raise ResourceError(f"{kernel.name} has {len(kernel.params)} parameters; the machine "
+                           f"takes at most {limits.PARAM_WORDS}")
+        self._place_shared(module)
+        self.vregs: dict[str, int] = {}
+        self.vpreds: dict[str, int] = {}
+        self.hi: dict[str, int] = {}
+        self.n_vregs = 1
+        self.n_vpreds = 0
+        self.blocks: list[IRBlock] = []
+        self.labels: dict[str, int] = {}
+        self.kinds = self._kinds()
+        self.needs_hi = self._needs_hi()
+        self.read_preds = {
+            op.name for item in kernel.body if isinstance(item, Instr)
+            for i, op in enumerate(item.operands) if isinstance(op, Reg) and i > 0
+        } | {item.guard[0] for item in kernel.body if isinstance(item, Instr) and item.guard}
+
+    # --- resources ------------------------------------------------------------------------
+    def _place_shared(self, module: Module) -> None:
+        self.shared: dict[str, int] = {}
+        offset = 0
+        extern = None
+        for decl in list(module.module_shared) + list(self.kernel.shared):
+            if decl.extern:
+                extern = decl
+                continue
+            offset = -(-offset // decl.align) * decl.align
+            self.shared[decl.name] = offset
+            offset += decl.size_bytes
+        self.static_shared = offset
+        self.dynamic_offset = -(-offset // 4) * 4
+        if extern is not None:
+            self.dynamic_offset = -(-offset // max(extern.align, 4)) * max(extern.align, 4)
+            self.shared[extern.name] = self.dynamic_offset
+        if offset > limits.SHARED_WORDS * 4:
+            raise ResourceError(f"{self.kernel.name} declares {offset} bytes of shared memory; the "
+                           f"machine has {limits.SHARED_WORDS * 4} per block")
+
+    def width(self, reg: str) -> int:
+        if reg not in self.reg_types:
+            raise UnsupportedError(f"register {reg} is not declared")
+        return type_bits(self.reg_types[reg])
+
+    def vreg(self, name: str) -> int:
+        if name not in self.vregs:
+            self.vregs[name] = self.new_vreg()
+        return self.vregs[name]
+
+    def vpred(self, name: str) -> int:
+        if name not in self.vpreds:
+            self.vpreds[name] = self.new_vpred()
+        return self.vpreds[name]
+
+    def new_vreg(self) -> int:
+        self.n_vregs += 1
+        return self.n_vregs - 1
+
+    def new_vpred(self) -> int:
+        self.n_vpreds += 1
+        return self.n_vpreds - 1
+
+    # --- 64-bit kind analysis ------------------------------------------------------------
+    def _kinds(self) -> dict[str, Kind]:
+        kinds: dict[str, Kind] = {}
+        for _ in range(8):
+            changed = False
+            for ins in self.kernel.body:
+                if not isinstance(ins, Instr) or not ins.operands:
+                    continue
+                dst = ins.operands[0]
+                if not isinstance(dst, Reg) or dst.name not in self.reg_types:
+                    continue
+                if self.width(dst.name) != 64:
+                    continue
+                k = _join(kinds.get(dst.name), self._def_kind(ins, kinds))
+                if kinds.get(dst.name) != k:
+                    kinds[dst.name] = k
+                    changed = True
+            if not changed:
+                break
+        return kinds
+
+    def _operand_kind(self, op: object, kinds: dict[str, Kind]) -> Kind | None:
+        if isinstance(op, Imm):
+            v = op.value
+            return Kind.ZX if 0 <= v < 1 << 31 else Kind.SX if -(1 << 31) <= v < 0 else Kind.TOP
+        if isinstance(op, Reg):
+            if self.width(op.name) == 64:
+                return kinds.get(op.name)
+            return Kind.ZX
+        return Kind.ZX  # symbols: shared addresses
+
+    def _def_kind(self, ins: Instr, kinds: dict[str, Kind]) -> Kind:
+        o, m = ins.opcode, ins.mods
+        srcs = [self._operand_kind(x, kinds) for x in ins.operands[1:]]
+        if o == "ld":
+            return Kind.ZX
+        if o in ("mov", "cvta") and srcs:
+            return srcs[0] or Kind.ZX
+        if o == "cvt":
+            src_t = m[-1]
+            if type_bits(src_t) == 64:
+                return srcs[0] or Kind.ZX
+            return Kind.SX if src_t.startswith("s") else Kind.ZX
+        if o == "mul" and "wide" in m:
+            return Kind.WIDE_S if m[-1].startswith("s") else Kind.WIDE_U
+        known = [k for k in srcs if k is not None]
+        if o in ("add", "sub", "mad"):
+            if o == "mad" and "wide" in m:
+                known = known[2:]
+            if Kind.ZX in known:
+                return Kind.ZX  # pointer arithmetic: an address
+            return Kind.SX if known and all(k == Kind.SX for k in known) else Kind.TOP
+        if o in ("mul", "neg", "abs", "min", "max", "div", "rem", "shl", "selp"):
+            ks = known[:2] if o != "shl" else known[:1]
+            if ks and all(k == ks[0] for k in ks) and ks[0] in (Kind.ZX, Kind.SX):
+                if o == "neg" or (o == "abs"):
+                    return Kind.SX if ks[0] == Kind.SX else Kind.TOP
+                return ks[0]
+            return Kind.TOP
+        if o == "shr":
+            amount = ins.operands[2]
+            if isinstance(amount, Imm) and amount.value >= 32:
+                return Kind.SX if m[-1] == "s64" else Kind.ZX
+            src = known[0] if known else Kind.TOP
+            if src == Kind.ZX or (src == Kind.SX and m[-1] == "s64"):
+                return src
+            return Kind.TOP
+        if o in ("and", "or", "xor", "not"):
+            return Kind.ZX if known and all(k == Kind.ZX for k in known) else Kind.TOP
+        return Kind.TOP
+
+    def constant(self, op: object) -> int | None:
+        """The value of an immediate, or of a register whose only definition moves one in."""
+        if isinstance(op, Imm):
+            return op.value
+        if not isinstance(op, Reg):
+            return None
+        defs = [i for i in self.kernel.instructions if op.name in i.dests]
+        if len(defs) == 1 and defs[0].opcode == "mov" and defs[0].guard is None \
+                and isinstance(defs[0].operands[1], Imm):
+            return defs[0].operands[1].value
+        return None
+
+    def _needs_hi(self) -> set[str]:
+        """64-bit wide products whose high half some shr reads."""
+        out = set()
+        for ins in self.kernel.body:
+            if isinstance(ins, Instr) and ins.opcode == "shr" and type_bits(ins.mods[-1]) == 64:
+                src = ins.operands[1]
+                if isinstance(src, Reg) and self.kinds.get(src.name) in (Kind.WIDE_S, Kind.WIDE_U):
+                    out.add(src.name)
+        return out
+
+    # --- emission helpers -----------------------------------------------------------------
+    def emit(self, op: Op, d: int = ZERO, a: int = ZERO, b: int = ZERO, c: int = ZERO,
+             imm: int = 0, bi: bool = False, mod: int = 0) -> VInstr:
+        vi = VInstr(op, d, a, b, c, imm, bi, mod, None, self.line, self.comment)
+        self.cur.instrs.append(vi)
+        return vi
+
+    def new_block(self, name: str) -> int:
+        self.blocks.append(IRBlock(name))
+        return len(self.blocks) - 1
+
+    def set_term(self, term: VTerm) -> None:
+        term.line = self.line
+        self.cur.term = term
+
+    def switch(self, index: int) -> None:
+        self.cur = self.blocks[index]
+        self.cur_index = index
+
+    def fail(self, why: str) -> UnsupportedError:
+        return UnsupportedError(f"line {self.line}: `{self.comment}`: {why}")
+
+    def reg_in(self, op: object, bits: int = 32, signed: bool = False) -> int:
+        """A vreg holding operand op (materialising immediates), extended from `bits`."""
+        if isinstance(op, Imm):
+            v = op.value & ((1 << bits) - 1) if bits < 32 else op.value & MASK32
+            if signed and bits < 32 and v >> (bits - 1):
+                v -= 1 << bits
+            if v == 0:
+                return ZERO
+            t = self.new_vreg()
+            self.emit(Op.ADD, t, ZERO, imm=_s32(v), bi=True)
+            return t
+        if isinstance(op, Sym) and op.name in self.shared:
+            return self.reg_in(Imm(self.shared[op.name]))
+        if isinstance(op, Reg):
+            r = self.vreg(op.name)
+            if signed and bits < 32:
+                t = self.new_vreg()
+                self.emit(Op.SHL, t, r, imm=32 - bits, bi=True)
+                self.emit(Op.SRA, t, t, imm=32 - bits, bi=True)
+                return t
+            return r
+        raise self.fail(f"operand {op} is not supported here")
+
+    def b_operand(self, op: object, bits: int = 32, signed: bool = False) -> tuple[int, int, bool]:
+        """(vreg, imm, bi) for an operand that may be an immediate."""
+        if isinstance(op, Imm):
+            v = op.value & ((1 << bits) - 1) if bits < 32 else op.value & MASK32
+            if signed and bits < 32 and v >> (bits - 1):
+                v -= 1 << bits
+            return ZERO, _s32(v), True
+        return self.reg_in(op, bits, signed), 0, False
+
+    def dest(self, op: object) -> int:
+        if not isinstance(op, Reg):
+            raise self.fail("destination must be a register")
+        return self.vreg(op.name)
+
+    def narrow(self, d: int, bits: int) -> None:
+        """Keep a sub-32-bit register zero-extended after an op that may overflow it."""
+        if bits < 32:
+            self.emit(Op.AND, d, d, imm=(1 << bits) - 1, bi=True)
+
+    # --- driver ----------------------------------------------------------------------------
+    def run(self) -> IRFunction:
+        entry = self.new_block("entry")
+        for item in self.kernel.body:
+            if isinstance(item, Label):
+                self.labels[item.name] = self.new_block(item.name)
+        self.switch(entry)
+        self.line, self.comment = self.kernel.line, ""
+        for item in self.kernel.body:
+            if isinstance(item, Label):
+                target = self.labels[item.name]
+                if self.cur.term is None:
+                    self.set_term(VTerm(TermKind.JMP, target))
+                self.switch(target)
+                continue
+            self.line, self.comment = item.line, item.text
+            if self.cur.term is not None:  # code after an unconditional transfer: unreachable
+                self.switch(self.new_block("dead"))
+            self.select(item)
+        if self.cur.term is None:
+            self.set_term(VTerm(TermKind.EXIT))
+        return IRFunction(
+            self.kernel.name, self.blocks, len(self.kernel.params), self.static_shared,
+            self.dynamic_offset,
+            tuple(type_bits(p.type) == 64 for p in self.kernel.params),
+            self.n_vregs, self.n_vpreds,
+        )
+
+    def select(self, ins: Instr) -> None:
+        o = ins.opcode
+        if o in NO_OPS:
+            return
+        if o == "bra":
+            self.branch(ins)
+            return
+        if o in ("ret", "exit"):
+            if ins.guard is None:
+                self.set_term(VTerm(TermKind.EXIT))
+            else:
+                done, cont = self.new_block("exit"), self.new_block("cont")
+                self.set_term(VTerm(TermKind.BRA, done, cont, self.vpred(ins.guard[0]),
+                                    ins.guard[1]))
+                self.switch(done)
+                self.set_term(VTerm(TermKind.EXIT))
+                self.switch(cont)
+            return
+        if o in ("bar", "barrier"):
+            self.barrier(ins)
+            return
+        if ins.guard is not None and o in ("div", "rem"):
+            self.guarded_region(ins)
+            return
+        start = len(self.cur.instrs)
+        self.select_plain(ins)
+        if ins.guard is not None:
+            emitted = self.cur.instrs[start:]
+            g = (self.vpred(ins.guard[0]), ins.guard[1])
+            if len(emitted) > 1 and any(e.pred_def() is not None for e in emitted):
+                t = self.new_vpred()
+                copy = VInstr(Op.PLOP, t, g[0], g[0], mod=PredOp.AND, line=self.line,
+                              comment=self.comment)
+                self.cur.instrs.insert(start, copy)
+                g = (t, ins.guard[1])
+            for e in emitted:
+                e.guard = g
+
+    def guarded_region(self, ins: Instr) -> None:
+        body, join = self.new_block("guarded"), self.new_block("join")
+        self.set_term(VTerm(TermKind.BRA, body, join, self.vpred(ins.guard[0]), ins.guard[1]))
+        self.switch(body)
+        self.select_plain(ins)
+        self.set_term(VTerm(TermKind.JMP, join))
+        self.switch(join)
+
+    def branch(self, ins: Instr) -> None:
+        target = ins.operands[0]
+        if not isinstance(target, Sym) or target.name not in self.labels:
+            raise self.fail("branch target must be a label of this kernel")
+        dest = self.labels[target.name]
+        if ins.guard is None:
+            self.set_term(VTerm(TermKind.JMP, dest))
+            return
+        cont = self.new_block("fall")
+        self.set_term(VTerm(TermKind.BRA, dest, cont, self.vpred(ins.guard[0]), ins.guard[1]))
+        self.switch(cont)
+
+    def barrier(self, ins: Instr) -> None:
+        ops = ins.operands
+        if ins.guard is not None or not ops or ops[0] != Imm(0) or len(ops) > 1:
+            raise self.fail("only an unconditional `bar.sync 0` (__syncthreads) is supported")
+        nxt = self.new_block("after_bar")
+        self.set_term(VTerm(TermKind.BAR, nxt))
+        self.switch(nxt)
+
+    # --- the instruction families -------------------------------------------------------------
+    def select_plain(self, ins: Instr) -> None:
+        o, m = ins.opcode, ins.mods
+        handler = getattr(self, f"op_{o}", None)
+        if handler is None:
+            raise self.fail(f"the PTX instruction `{o}` is not supported by the machine")
+        if any(t in m for t in ("f16", "f32", "f64", "bf16")):
+            raise self.fail("floating point is not supported (the machine is integer-only)")
+        handler(ins)
+
+    def op_mov(self, ins: Instr) -> None:
+        dst, src = ins.operands[0], ins.operands[1]
+        if ins.mods[-1] == "pred":
+            p = self.vpred(dst.name)
+            if isinstance(src, Reg):
+                q = self.vpred(src.name)
+                self.emit(Op.PLOP, p, q, q, mod=PredOp.AND)
+            elif isinstance(src, Imm):
+                self.emit(Op.SETP, p, ZERO, imm=0, bi=True, mod=Cmp.EQ if src.value else Cmp.NE)
+            else:
+                raise self.fail("unsupported predicate move")
+            return
+        d = self.dest(dst)
+        if isinstance(src, SpecialReg):
+            if src.comp == "z" and src.name in Z_CONSTANTS:
+                self.emit(Op.ADD, d, ZERO, imm=Z_CONSTANTS[src.name], bi=True)
+                return
+            if (src.name, src.comp) not in SREGS:
+                raise self.fail(f"special register {src.name}{'.' + src.comp if src.comp else ''}"
+                                f" is not supported (4-lane warps differ from a real GPU's)")
+            self.emit(Op.S2R, d, mod=SREGS[(src.name, src.comp)])
+            return
+        if isinstance(src, Sym) and src.name not in self.shared:
+            raise self.fail(f"taking the address of `{src.name}` is not supported")
+        r, imm, bi = self.b_operand(src, type_bits(ins.mods[-1]))
+        self.emit(Op.ADD, d, ZERO, r, imm=imm, bi=bi)
+        self.copy_hi(dst, src)
+
+    def copy_hi(self, dst: object, src: object) -> None:
+        if isinstance(dst, Reg) and dst.name in self.needs_hi:
+            if isinstance(src, Reg) and src.name in self.hi:
+                self.emit(Op.ADD, self.hi_reg(dst.name), self.hi[src.name])
+            else:
+                raise self.fail("64-bit value whose high half is needed comes from an "
+                                "unsupported definition")
+
+    def hi_reg(self, name: str) -> int:
+        if name not in self.hi:
+            self.hi[name] = self.new_vreg()
+        return self.hi[name]
+
+    def arith(self, ins: Instr, op: Op) -> None:
+        t = ins.mods[-1]
+        bits = type_bits(t)
+        bits_eff = min(bits, 32)
+        d = self.dest(ins.operands[0])
+        a = self.reg_in(ins.operands[1], bits_eff)
+        b, imm, bi = self.b_operand(ins.operands[2], bits_eff)
+        self.emit(op, d, a, b, imm=imm, bi=bi)
+        if bits == 16 and op in (Op.ADD, Op.SUB, Op.MUL):
+            self.narrow(d, 16)
+
+    def op_add(self, ins: Instr) -> None:
+        self.arith(ins, Op.ADD)
+
+    def op_sub(self, ins: Instr) -> None:
+        self.arith(ins, Op.SUB)
+
+    def op_and(self, ins: Instr) -> None:
+        self.logic(ins, Op.AND)
+
+    def op_or(self, ins: Instr) -> None:
+        self.logic(ins, Op.OR)
+
+    def op_xor(self, ins: Instr) -> None:
+        self.logic(ins, Op.XOR)
+
+    def logic(self, ins: Instr, op: Op) -> None:
+        if ins.mods[-1] == "pred":
+            d = self.vpred(ins.operands[0].name)
+            a, b = (self.pred_operand(x) for x in ins.operands[1:3])
+            mod = {Op.AND: PredOp.AND, Op.OR: PredOp.OR, Op.XOR: PredOp.XOR}[op]
+            self.emit(Op.PLOP, d, a[0], b[0], mod=mod | a[1] << 2 | b[1] << 3)
+            return
+        self.arith(ins, op)
+
+    def pred_operand(self, op: object) -> tuple[int, int]:
+        if isinstance(op, Reg):
+            return self.vpred(op.name), 0
+        if isinstance(op, Imm):
+            t = self.new_vpred()
+            self.emit(Op.SETP, t, ZERO, imm=0, bi=True, mod=Cmp.EQ if op.value else Cmp.NE)
+            return t, 0
+        raise self.fail("bad predicate operand")
+
+    def op_not(self, ins: Instr) -> None:
+        if ins.mods[-1] == "pred":
+            d = self.vpred(ins.operands[0].name)
+            a = self.vpred(ins.operands[1].name)
+            self.emit(Op.PLOP, d, a, a, mod=PredOp.AND | 4 | 8)
+            return
+        self.unary(ins, Op.NOT)
+
+    def unary(self, ins: Instr, op: Op) -> None:
+        t = ins.mods[-1]
+        bits = type_bits(t)
+        if bits == 64 and op in (Op.POPC, Op.CLZ, Op.BREV):
+            raise self.fail("64-bit bit counting is not supported")
+        if bits == 64 and op == Op.ABS and self.kind(ins.operands[1]) != Kind.SX:
+            raise self.fail("abs of a 64-bit value is supported only for sign-extended ints")
+        d = self.dest(ins.operands[0])
+        a = self.reg_in(ins.operands[1], min(bits, 32), signed=t.startswith("s"))
+        self.emit(op, d, a)
+        if bits == 16:
+            self.narrow(d, 16)
+
+    def op_neg(self, ins: Instr) -> None:
+        self.unary(ins, Op.NEG)
+
+    def op_abs(self, ins: Instr) -> None:
+        self.unary(ins, Op.ABS)
+
+    def op_popc(self, ins: Instr) -> None:
+        self.unary(ins, Op.POPC)
+
+    def op_clz(self, ins: Instr) -> None:
+        self.unary(ins, Op.CLZ)
+
+    def op_brev(self, ins: Instr) -> None:
+        self.unary(ins, Op.BREV)
+
+    def kind(self, op: object) -> Kind | None:
+        return self._operand_kind(op, self.kinds)
+
+    def op_min(self, ins: Instr) -> None:
+        self.minmax(ins, Op.MIN, Op.MINU)
+
+    def op_max(self, ins: Instr) -> None:
+        self.minmax(ins, Op.MAX, Op.MAXU)
+
+    def minmax(self, ins: Instr, signed_op: Op, unsigned_op: Op) -> None:
+        t = ins.mods[-1]
+        bits = type_bits(t)
+        signed = t.startswith("s")
+        if bits == 64:
+            need = Kind.SX if signed else Kind.ZX
+            if any(self.kind(x) != need for x in ins.operands[1:3]):
+                raise self.fail(f"64-bit {ins.opcode} needs {need.value} operands")
+        d = self.dest(ins.operands[0])
+        a = self.reg_in(ins.operands[1], min(bits, 32), signed)
+        b, imm, bi = self.b_operand(ins.operands[2], min(bits, 32), signed)
+        self.emit(signed_op if signed else unsigned_op, d, a, b, imm=imm, bi=bi)
+        if bits == 16:
+            self.narrow(d, 16)
+
+    def op_mul(self, ins: Instr) -> None:
+        m = ins.mods
+        t = m[-1]
+        bits = type_bits(t)
+        signed = t.startswith("s")
+        dst = ins.operands[0]
+        if "wide" in m:
+            d = self.dest(dst)
+            a = self.reg_in(ins.operands[1], bits, signed)
+            b, imm, bi = self.b_operand(ins.operands[2], bits, signed)
+            self.emit(Op.MUL, d, a, b, imm=imm, bi=bi)
+            if bits == 32 and dst.name in self.needs_hi:
+                self.emit(Op.MULHI if signed else Op.MULHIU, self.hi_reg(dst.name), a, b,
+                          imm=imm, bi=bi)
+            return
+        if "hi" in m:
+            if bits == 64:
+                raise self.fail("64-bit mul.hi is not supported")
+            d = self.dest(dst)
+            if bits == 16:
+                a = self.reg_in(ins.operands[1], 16, signed)
+                b, imm, bi = self.b_operand(ins.operands[2], 16, signed)
+                self.emit(Op.MUL, d, a, b, imm=imm, bi=bi)
+                self.emit(Op.SRA if signed else Op.SHR, d, d, imm=16, bi=True)
+                self.narrow(d, 16)
+                return
+            a = self.reg_in(ins.operands[1])
+            b, imm, bi = self.b_operand(ins.operands[2])
+            self.emit(Op.MULHI if signed else Op.MULHIU, d, a, b, imm=imm, bi=bi)
+            return
+        self.arith(ins, Op.MUL)
+
+    def op_mad(self, ins: Instr) -> None:
+        m = ins.mods
+        t = m[-1]
+        bits = type_bits(t)
+        signed = t.startswith("s")
+        d = self.dest(ins.operands[0])
+        if "hi" in m:
+            if bits != 32:
+                raise self.fail("mad.hi is supported on 32-bit values only")
+            a = self.reg_in(ins.operands[1])
+            b, imm, bi = self.b_operand(ins.operands[2])
+            c, cimm, cbi = self.b_operand(ins.operands[3])
+            tmp = self.new_vreg()
+            self.emit(Op.MULHI if signed else Op.MULHIU, tmp, a, b, imm=imm, bi=bi)
+            self.emit(Op.ADD, d, tmp, c, imm=cimm, bi=cbi)
+            return
+        src_bits = bits if "wide" in m else min(bits, 32)
+        if "wide" in m and ins.operands[0].name in self.needs_hi:
+            raise self.fail("the high half of mad.wide is not supported")
+        a = self.reg_in(ins.operands[1], src_bits, signed)
+        b, imm, bi = self.b_operand(ins.operands[2], src_bits, signed)
+        c = self.reg_in(ins.operands[3])
+        self.emit(Op.MAD, d, a, b, c, imm=imm, bi=bi)
+        if bits == 16 and "wide" not in m:
+            self.narrow(d, 16)
+
+    def op_shl(self, ins: Instr) -> None:
+        bits = type_bits(ins.mods[-1])
+        d = self.dest(ins.operands[0])
+        a = self.reg_in(ins.operands[1])
+        b, imm, bi = self.b_operand(ins.operands[2])
+        if bi and bits == 64 and imm >= 32:
+            self.emit(Op.ADD, d, ZERO, imm=0, bi=True)
+            return
+        self.emit(Op.SHL, d, a, b, imm=imm, bi=bi)
+        if bits == 16:
+            self.narrow(d, 16)
+
+    def op_shr(self, ins: Instr) -> None:
+        t = ins.mods[-1]
+        bits = type_bits(t)
+        arith = t.startswith("s")
+        dst, src, amt = ins.operands[:3]
+        d = self.dest(dst)
+        if bits < 64:
+            a = self.reg_in(src, bits, arith)
+            b, imm, bi = self.b_operand(amt)
+            self.emit(Op.SRA if arith else Op.SHR, d, a, b, imm=imm, bi=bi)
+            self.narrow(d, bits)
+            return
+        kind = self.kind(src)
+        lo = self.reg_in(src)
+        if kind == Kind.ZX or (kind == Kind.SX and arith):
+            b, imm, bi = self.b_operand(amt)
+            self.emit(Op.SRA if arith else Op.SHR, d, lo, b, imm=imm, bi=bi)
+            return
+        if not isinstance(amt, Imm):
+            raise self.fail(f"64-bit shift of a {kind.value if kind else 'unknown'} value by a "
+                            f"variable amount is not supported")
+        k = amt.value
+        if kind == Kind.SX:
+            hi = self.new_vreg()
+            self.emit(Op.SRA, hi, lo, imm=31, bi=True)
+        elif kind in (Kind.WIDE_S, Kind.WIDE_U) and src.name in self.hi:
+            hi = self.hi[src.name]
+        else:
+            raise self.fail("64-bit shift right of a value whose high half is unknown")
+        if k >= 64:
+            k = 63 if arith else 64
+        if k >= 32:
+            if k == 64:
+                self.emit(Op.ADD, d, ZERO, imm=0, bi=True)
+            else:
+                self.emit(Op.SRA if arith else Op.SHR, d, hi, imm=k - 32, bi=True)
+            return
+        if k == 0:
+            self.emit(Op.ADD, d, lo)
+            return
+        t1 = self.new_vreg()
+        self.emit(Op.SHR, t1, lo, imm=k, bi=True)
+        t2 = self.new_vreg()
+        self.emit(Op.SHL, t2, hi, imm=32 - k, bi=True)
+        self.emit(Op.OR, d, t1, t2)
+
+    def op_shf(self, ins: Instr) -> None:
+        m = ins.mods
+        left = "l" in m
+        clamp = "clamp" in m
+        d = self.dest(ins.operands[0])
+        a = self.reg_in(ins.operands[1])
+        b = self.reg_in(ins.operands[2])
+        n = self.new_vreg()
+        c, imm, bi = self.b_operand(ins.operands[3])
+        if bi:
+            self.emit(Op.ADD, n, ZERO, imm=min(imm & MASK32, 32) if clamp else imm & 31, bi=True)
+        elif clamp:
+            self.emit(Op.MINU, n, c, imm=32, bi=True)
+        else:
+            self.emit(Op.AND, n, c, imm=31, bi=True)
+        rest = self.new_vreg()
+        self.emit(Op.NEG, rest, n)
+        self.emit(Op.ADD, rest, rest, imm=32, bi=True)
+        t1, t2 = self.new_vreg(), self.new_vreg()
+        if left:  # high word of {b:a} << n
+            self.emit(Op.SHL, t1, b, n)
+            self.emit(Op.SHR, t2, a, rest)
+        else:  # low word of {b:a} >> n
+            self.emit(Op.SHR, t1, a, n)
+            self.emit(Op.SHL, t2, b, rest)
+        self.emit(Op.OR, d, t1, t2)
+
+    def op_bfind(self, ins: Instr) -> None:
+        t = ins.mods[-1]
+        if t not in ("u32", "s32"):
+            raise self.fail("bfind is supported on 32-bit values only")
+        d = self.dest(ins.operands[0])
+        x = self.reg_in(ins.operands[1])
+        if t == "s32":
+            sign = self.new_vreg()
+            self.emit(Op.SRA, sign, x, imm=31, bi=True)
+            y = self.new_vreg()
+            self.emit(Op.XOR, y, x, sign)
+            x = y
+        lz = self.new_vreg()
+        self.emit(Op.CLZ, lz, x)
+        if "shiftamt" in ins.mods:
+            p = self.new_vpred()
+            self.emit(Op.SETP, p, x, imm=0, bi=True, mod=Cmp.EQ)
+            self.emit(Op.SEL, d, lz, imm=-1, bi=True, c=p, mod=1)
+        else:  # 31 - clz: -1 when no bit is set
+            self.emit(Op.NEG, d, lz)
+            self.emit(Op.ADD, d, d, imm=31, bi=True)
+
+    def op_bfe(self, ins: Instr) -> None:
+        t = ins.mods[-1]
+        pos, length = ins.operands[2], ins.operands[3]
+        if t not in ("u32", "s32") or not isinstance(pos, Imm) or not isinstance(length, Imm):
+            raise self.fail("bfe is supported on 32-bit values with constant position and length")
+        p, n = pos.value & 255, length.value & 255
+        d = self.dest(ins.operands[0])
+        a = self.reg_in(ins.operands[1])
+        if n == 0:
+            self.emit(Op.ADD, d, ZERO, imm=0, bi=True)
+        elif t == "u32":
+            self.emit(Op.SHR, d, a, imm=min(p, 32), bi=True)
+            if p + n < 32:
+                self.emit(Op.AND, d, d, imm=_s32((1 << n) - 1), bi=True)
+        else:
+            top = min(p + n, 32)  # the sign bit is bit top-1 (PTX: msb of the field, clamped)
+            self.emit(Op.SHL, d, a, imm=32 - top, bi=True)
+            self.emit(Op.SRA, d, d, imm=min(32 - top + min(p, top - 1) if p < 32 else 31, 31),
+                      bi=True)
+
+    def op_bfi(self, ins: Instr) -> None:
+        pos, length = ins.operands[3], ins.operands[4]
+        if ins.mods[-1] != "b32" or not isinstance(pos, Imm) or not isinstance(length, Imm):
+            raise self.fail("bfi is supported on 32-bit values with constant position and length")
+        p, n = pos.value & 255, length.value & 255
+        d = self.dest(ins.operands[0])
+        f = self.reg_in(ins.operands[1])
+        b = self.reg_in(ins.operands[2])
+        if n == 0 or p >= 32:
+            self.emit(Op.ADD, d, b)
+            return
+        mask = ((1 << min(n, 32 - p)) - 1) << p
+        t1, t2 = self.new_vreg(), self.new_vreg()
+        self.emit(Op.SHL, t1, f, imm=p, bi=True)
+        self.emit(Op.AND, t1, t1, imm=_s32(mask), bi=True)
+        self.emit(Op.AND, t2, b, imm=_s32(~mask & MASK32), bi=True)
+        self.emit(Op.OR, d, t1, t2)
+
+    def op_setp(self, ins: Instr) -> None:
+        m = ins.mods
+        cmp_name, t = m[0], m[-1]
+        boolop = m[1] if len(m) == 3 else None
+        bits = type_bits(t)
+        signed = t.startswith("s")
+        table = SIGNED_CMP if signed else UNSIGNED_CMP
+        if cmp_name not in table:
+            raise self.fail(f"comparison `{cmp_name}` is not supported on .{t}")
+        dst = ins.operands[0]
+        p_name, q_name = (dst.first.name, dst.second.name) if isinstance(dst, Pair) else \
+            (dst.name, None)
+        x, y = ins.operands[1], ins.operands[2]
+        if bits == 64:
+            kx, ky = self.kind(x), self.kind(y)
+            if cmp_name in ("eq", "ne"):
+                ok = kx == ky and kx in (Kind.ZX, Kind.SX)
+            else:
+                ok = kx == ky and kx == (Kind.SX if signed else Kind.ZX) or \
+                    (kx == ky == Kind.ZX and signed)
+            if not ok:
+                raise self.fail(f"64-bit comparison of a {kx.value if kx else 'unknown'} and a "
+                                f"{ky.value if ky else 'unknown'} value cannot be done exactly "
+                                f"in 32 bits")
+        a = self.reg_in(x, min(bits, 32), signed)
+        b, imm, bi = self.b_operand(y, min(bits, 32), signed)
+        p = self.vpred(p_name)
+        if boolop is None:
+            self.emit(Op.SETP, p, a, b, imm=imm, bi=bi, mod=table[cmp_name])
+            if q_name is not None:
+                q = self.vpred(q_name)
+                self.emit(Op.PLOP, q, p, p, mod=PredOp.AND | 4 | 8)
+            return
+        c_op = ins.operands[3]
+        negated = getattr(c_op, "negated", False)
+        c = self.vpred(c_op.name)
+        bop = {"and": PredOp.AND, "or": PredOp.OR, "xor": PredOp.XOR}[boolop]
+        tmp = self.new_vpred()
+        self.emit(Op.SETP, tmp, a, b, imm=imm, bi=bi, mod=table[cmp_name])
+        self.emit(Op.PLOP, p, tmp, c, mod=bop | (8 if negated else 0))
+        if q_name is not None:
+            self.emit(Op.PLOP, self.vpred(q_name), tmp, c, mod=bop | 4 | (8 if negated else 0))
+
+    def op_selp(self, ins: Instr) -> None:
+        bits = type_bits(ins.mods[-1])
+        d = self.dest(ins.operands[0])
+        x, y, c_op = ins.operands[1:4]
+        p = self.vpred(c_op.name)
+        if isinstance(x, Imm) and not isinstance(y, Imm):
+            x, y, neg = y, x, 1
+        elif isinstance(x, Imm) and isinstance(y, Imm) and x.value & ((1 << min(bits, 32)) - 1) \
+                == 0:
+            x, y, neg = x, y, 0
+        else:
+            neg = 0
+        if isinstance(x, Imm) and isinstance(y, Imm) and y.value == 0 and x.value != 0:
+            x, y, neg = y, x, 1
+        a = self.reg_in(x, min(bits, 32))
+        b, imm, bi = self.b_operand(y, min(bits, 32))
+        self.emit(Op.SEL, d, a, b, c=p, imm=imm, bi=bi, mod=neg)
+
+    def op_cvt(self, ins: Instr) -> None:
+        m = [x for x in ins.mods if x not in ("rn", "rz", "rm", "rp", "rni", "rzi", "rmi", "rpi")]
+        if "sat" in m:
+            raise self.fail("saturating conversions are not supported")
+        dt, st = m[-2], m[-1]
+        if dt not in TYPES or st not in TYPES:
+            raise self.fail("only integer conversions are supported")
+        db, sb = type_bits(dt), type_bits(st)
+        d = self.dest(ins.operands[0])
+        src = ins.operands[1]
+        a = self.reg_in(src, min(sb, 32), signed=st.startswith("s") and db > sb)
+        if sb < 32 and not st.startswith("s") and sb < 16:
+            t = self.new_vreg()
+            self.emit(Op.AND, t, a, imm=(1 << sb) - 1, bi=True)
+            a = t
+        self.emit(Op.ADD, d, a)
+        if db < 32:
+            self.narrow(d, db)
+
+    def op_cvta(self, ins: Instr) -> None:
+        if "shared" in ins.mods or "to" not in ins.mods or "global" not in ins.mods:
+            raise self.fail("only cvta.to.global is supported (generic addressing is not)")
+        d = self.dest(ins.operands[0])
+        self.emit(Op.ADD, d, self.reg_in(ins.operands[1]))
+
+    def address(self, op: object) -> tuple[int, int]:
+        """(base vreg, byte offset) of a memory operand."""
+        if not isinstance(op, Addr):
+            raise self.fail("expected a memory operand")
+        if op.base is None:
+            return ZERO, op.offset
+        if isinstance(op.base, Sym):
+            if op.base.name not in self.shared:
+                raise self.fail(f"`{op.base.name}` is not a shared-memory symbol")
+            return ZERO, self.shared[op.base.name] + op.offset
+        return self.vreg(op.base.name), op.offset
+
+    def space(self, ins: Instr) -> str:
+        spaces = [s for s in ins.mods if s in MEM_SPACES]
+        if not spaces:
+            raise self.fail("generic addressing is not supported (no state space)")
+        if spaces[0] in ("local", "const", "tex", "surf"):
+            raise self.fail(f"the .{spaces[0]} state space is not supported")
+        return spaces[0]
+
+    def check_word(self, ins: Instr) -> None:
+        t = ins.mods[-1]
+        if type_bits(t) != 32 and not (ins.opcode == "ld" and "param" in ins.mods):
+            raise self.fail(f"{type_bits(t)}-bit memory access: only 32-bit words are supported")
+
+    def op_ld(self, ins: Instr) -> None:
+        space = self.space(ins)
+        self.check_word(ins)
+        d = self.dest(ins.operands[0])
+        addr = ins.operands[1]
+        if space == "param":
+            if not isinstance(addr, Addr) or not isinstance(addr.base, Sym) or addr.offset \
+                    or addr.base.name not in self.params:
+                raise self.fail("parameter loads must name a whole parameter")
+            ptype = self.kernel.params[self.params[addr.base.name]].type
+            if type_bits(ptype) < 32:
+                raise self.fail("parameters narrower than 32 bits (char/short) are not supported")
+            self.emit(Op.LD, d, ZERO, imm=4 * self.params[addr.base.name], mod=Space.PARAM)
+            return
+        base, off = self.address(addr)
+        self.emit(Op.LD, d, base, imm=off,
+                  mod=Space.GLOBAL if space == "global" else Space.SHARED)
+
+    def op_st(self, ins: Instr) -> None:
+        space = self.space(ins)
+        self.check_word(ins)
+        if space == "param":
+            raise self.fail("stores to parameters are not supported")
+        base, off = self.address(ins.operands[0])
+        v = self.reg_in(ins.operands[1])
+        self.emit(Op.ST, ZERO, base, v, imm=off,
+                  mod=Space.GLOBAL if space == "global" else Space.SHARED)
+
+    def op_atom(self, ins: Instr) -> None:
+        self.atomic(ins, ins.operands[0], ins.operands[1:])
+
+    def op_red(self, ins: Instr) -> None:
+        self.atomic(ins, None, ins.operands)
+
+    def atomic(self, ins: Instr, dst: object, ops: tuple) -> None:
+        space = self.space(ins)
+        self.check_word(ins)
+        t = ins.mods[-1]
+        names = [x for x in ins.mods if x in ATOMS or x in ("min", "max")]
+        if not names:
+            raise self.fail("unsupported atomic operation")
+        name = names[0]
+        if name in ("min", "max"):
+            kind = {("min", True): Atom.MIN, ("max", True): Atom.MAX, ("min", False): Atom.MINU,
+                    ("max", False): Atom.MAXU}[(name, t.startswith("s"))]
+        else:
+            kind = ATOMS[name]
+        base, off = self.address(ops[0])
+        b = self.reg_in(ops[1])
+        c = self.reg_in(ops[2]) if kind == Atom.CAS else ZERO
+        d = self.dest(dst) if dst is not None else ZERO
+        self.emit(Op.ATOMG if space == "global" else Op.ATOMS, d, base, b, c, imm=off, mod=kind)
+
+    def op_shfl(self, ins: Instr) -> None:
+        modes = {"up": Shfl.UP, "down": Shfl.DOWN, "bfly": Shfl.BFLY, "idx": Shfl.IDX}
+        mode = [modes[x] for x in ins.mods if x in modes]
+        if "sync" not in ins.mods or not mode:
+            raise self.fail("only shfl.sync.{up,down,bfly,idx}.b32 is supported")
+        dst, a_op, b_op, c_op = ins.operands[:4]
+        if isinstance(dst, Pair):
+            if dst.second.name in self.read_preds:
+                raise self.fail("the in-range predicate output of shfl is not supported")
+            dst = dst.first
+        c_val = self.constant(c_op)
+        if c_val is None:
+            raise self.fail("the shuffle width operand must be a constant")
+        segmask = (c_val >> 8) & 31
+        if segmask & 0x1C != 0x1C:
+            raise self.fail(f"shuffle segment of {32 - segmask} lanes: a warp has "
+                            f"{limits.WARP_LANES} lanes here — pass width 4 (or 2, 1), e.g. "
+                            f"__shfl_down_sync(0xffffffff, v, 1, 4)")
+        packed = (segmask & 3) << 2 | (c_val & 3)
+        d = self.dest(dst)
+        a = self.reg_in(a_op)
+        b, imm, bi = self.b_operand(b_op)
+        self.emit(Op.SHFL, d, a, b, c=packed, imm=imm, bi=bi, mod=mode[0])
+
+    # --- division -------------------------------------------------------------------------
+    def op_div(self, ins: Instr) -> None:
+        self.divide(ins, want_quotient=True)
+
+    def op_rem(self, ins: Instr) -> None:
+        self.divide(ins, want_quotient=False)
+
+    def divide(self, ins: Instr, want_quotient: bool) -> None:
+        t = ins.mods[-1]
+        bits = type_bits(t)
+        signed = t.startswith("s")
+        if bits == 64:
+            need = Kind.SX if signed else Kind.ZX
+            if any(self.kind(x) != need for x in ins.operands[1:3]):
+                raise self.fail(f"64-bit division needs {need.value} operands")
+        d = self.dest(ins.operands[0])
+        x = self.reg_in(ins.operands[1], min(bits, 32), signed)
+        y = self.reg_in(ins.operands[2], min(bits, 32), signed)
+        n, q, r, i, dv = (self.new_vreg() for _ in range(5))
+        if signed:
+            self.emit(Op.ABS, n, x)
+            self.emit(Op.ABS, dv, y)
+        else:
+            self.emit(Op.ADD, n, x)
+            self.emit(Op.ADD, dv, y)
+        self.emit(Op.ADD, q, ZERO, imm=0, bi=True)
+        self.emit(Op.ADD, r, ZERO, imm=0, bi=True)
+        self.emit(Op.ADD, i, ZERO, imm=32, bi=True)
+        loop, done = self.new_block("div_loop"), self.new_block("div_done")
+        self.set_term(VTerm(TermKind.JMP, loop))
+        self.switch(loop)
+        top, ge, more = self.new_vreg(), self.new_vpred(), self.new_vpred()
+        self.emit(Op.SHR, top, n, imm=31, bi=True)
+        self.emit(Op.SHL, r, r, imm=1, bi=True)
+        self.emit(Op.OR, r, r, top)
+        self.emit(Op.SHL, n, n, imm=1, bi=True)
+        self.emit(Op.SHL, q, q, imm=1, bi=True)
+        self.emit(Op.SETP, ge, r, dv, mod=Cmp.HS)
+        self.emit(Op.SUB, r, r, dv).guard = (ge, False)
+        self.emit(Op.OR, q, q, imm=1, bi=True).guard = (ge, False)
+        self.emit(Op.SUB, i, i, imm=1, bi=True)
+        self.emit(Op.SETP, more, i, imm=0, bi=True, mod=Cmp.NE)
+        self.set_term(VTerm(TermKind.BRA, loop, done, more))
+        self.switch(done)
+        if signed:
+            neg = self.new_vpred()
+            if want_quotient:
+                s = self.new_vreg()
+                self.emit(Op.XOR, s, x, y)
+                self.emit(Op.SETP, neg, s, imm=0, bi=True, mod=Cmp.LT)
+                self.emit(Op.NEG, q, q).guard = (neg, False)
+            else:
+                self.emit(Op.SETP, neg, x, imm=0, bi=True, mod=Cmp.LT)
+                self.emit(Op.NEG, r, r).guard = (neg, False)
+        self.emit(Op.ADD, d, q if want_quotient else r)
+        if bits < 32:
+            self.narrow(d, bits)
+
+
+def _s32(v: int) -> int:
+    v &= MASK32
+    return v - (1 << 32) if v >> 31 else v
+
+
+def select_kernel(kernel: Kernel, module: Module) -> IRFunction:
+    """PTX kernel -> IR function (instruction selection)."""
+    return Selector(kernel, module).run()

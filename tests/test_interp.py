@@ -1,0 +1,230 @@
+"""Reference interpreter semantics on hand-built machine programs (no compiler involved)."""
+
+import pytest
+
+from qgpu import limits
+from qgpu.errors import LaunchError, ResourceError
+from qgpu.interp import MASK32, alu, atomic, run_program, s32
+from qgpu.isa import (
+    EXIT_RECONV,
+    Atom,
+    Block,
+    Cmp,
+    Instr,
+    Op,
+    Program,
+    Shfl,
+    Space,
+    SReg,
+    Term,
+    TermKind,
+)
+
+EXIT = Term(TermKind.EXIT)
+
+
+def program(*blocks: Block, params: int = 1, shared: int = 0) -> Program:
+    return Program("test", tuple(blocks), params, shared, shared, 0)
+
+
+def imm(op: Op, d: int, a: int, value: int, **kw) -> Instr:
+    return Instr(op, d, a, imm=value, bi=True, **kw)
+
+
+def run(prog: Program, block=(4, 1), grid=(1, 1), params=(4,), **kw):
+    return run_program(prog, grid=grid, block=block, params=list(params),
+                       memory=[0] * limits.GLOBAL_WORDS, **kw)
+
+
+def store_tid_times(k: int) -> tuple[Instr, ...]:
+    """out[tid] = k: r1 = &out[tid] (param 0 + 4*tid), r2 = k."""
+    return (
+        Instr(Op.LD, 1, 0, imm=0, mod=Space.PARAM),
+        Instr(Op.S2R, 2, mod=SReg.TID_X),
+        Instr(Op.MAD, 1, 2, imm=4, bi=True, c=1),
+        imm(Op.ADD, 2, 0, k),
+    )
+
+
+U = MASK32
+
+
+@pytest.mark.parametrize("op,a,b,want", [
+    (Op.SHL, 1, 31, 0x80000000), (Op.SHL, 1, 32, 0), (Op.SHL, 1, U, 0),
+    (Op.SHR, 0x80000000, 31, 1), (Op.SHR, U, 32, 0),
+    (Op.SRA, 0x80000000, 31, U), (Op.SRA, 0x80000000, 40, U), (Op.SRA, 0x40000000, 99, 0),
+    (Op.MULHI, U, U, 0), (Op.MULHIU, U, U, 0xFFFFFFFE), (Op.MULHI, 0x80000000, 2, U),
+    (Op.MUL, 0x10000, 0x10000, 0), (Op.MIN, U, 1, U), (Op.MINU, U, 1, 1),
+    (Op.MAX, 0x80000000, 0, 0), (Op.MAXU, 0x80000000, 0, 0x80000000),
+    (Op.ABS, 0x80000000, 0, 0x80000000), (Op.ABS, U, 0, 1), (Op.NEG, 1, 0, U),
+    (Op.CLZ, 0, 0, 32), (Op.CLZ, 1, 0, 31), (Op.POPC, U, 0, 32), (Op.BREV, 1, 0, 0x80000000),
+    (Op.SUB, 0, 1, U), (Op.NOT, 0, 0, U),
+])
+def test_alu(op: Op, a: int, b: int, want: int) -> None:
+    assert alu(op, a, b) == want
+
+
+@pytest.mark.parametrize("kind,old,b,c,want", [
+    (Atom.INC, 3, 3, 0, 0), (Atom.INC, 2, 3, 0, 3), (Atom.INC, 7, 3, 0, 0),
+    (Atom.DEC, 0, 5, 0, 5), (Atom.DEC, 9, 5, 0, 5), (Atom.DEC, 4, 5, 0, 3),
+    (Atom.CAS, 4, 4, 9, 9), (Atom.CAS, 4, 5, 9, 4), (Atom.MIN, U, 3, 0, U),
+    (Atom.MINU, U, 3, 0, 3), (Atom.ADD, U, 1, 0, 0),
+])
+def test_atomics(kind: Atom, old: int, b: int, c: int, want: int) -> None:
+    assert atomic(kind, old, b, c) == want
+
+
+def test_divergent_branch_reconverges_at_its_postdominator() -> None:
+    # B0: p0 = tid odd; bra p0 ? B1 : B2, reconverge B3
+    # B1: out[tid] = 1 ; B2: out[tid] = 2 ; B3: out[tid] += 10 (one frame again)
+    head = store_tid_times(0)
+    prog = program(
+        Block((Instr(Op.S2R, 3, mod=SReg.TID_X), imm(Op.AND, 3, 3, 1),
+               imm(Op.SETP, 0, 3, 1, mod=Cmp.EQ)), Term(TermKind.BRA, 1, 2, 3, 0)),
+        Block(head[:3] + (imm(Op.ADD, 2, 0, 1),), Term(TermKind.JMP, 4)),
+        Block(head[:3] + (imm(Op.ADD, 2, 0, 2),), Term(TermKind.JMP, 4)),
+        Block((), EXIT),
+        Block((Instr(Op.ST, 0, 1, 2, mod=Space.GLOBAL), imm(Op.ADD, 2, 2, 10),
+               Instr(Op.ST, 0, 1, 2, mod=Space.GLOBAL)), Term(TermKind.JMP, 3)),
+    )
+    res = run(prog)
+    assert res.memory[1:5] == [12, 11, 12, 11]
+    # taken path (odd lanes) first, then even lanes, then the merged frame at B3
+    assert [(r.block, r.mask) for r in res.trace] == [
+        (0, 0b1111), (1, 0b1010), (4, 0b1010), (2, 0b0101), (4, 0b0101), (3, 0b1111)]
+    assert res.trace[1].regs[0][0] == 1 and res.trace[-1].next_pc is None
+
+
+def test_exited_threads_do_not_block_a_barrier_but_divergence_does() -> None:
+    # lanes >= 2 exit early; the rest pass a barrier
+    def prog(reconv_exit: bool) -> Program:
+        return program(
+            Block((Instr(Op.S2R, 3, mod=SReg.TID_X), imm(Op.SETP, 0, 3, 2, mod=Cmp.GE)),
+                  Term(TermKind.BRA, 1, 2, EXIT_RECONV if reconv_exit else 3, 0)),
+            Block((), EXIT),
+            Block((), Term(TermKind.BAR, 3)),
+            Block(store_tid_times(5)[:3] + (imm(Op.ADD, 2, 0, 5),), Term(TermKind.JMP, 4)),
+            Block((Instr(Op.ST, 0, 1, 2, mod=Space.GLOBAL),), EXIT),
+        )
+    assert run(prog(True)).memory[1:5] == [5, 5, 0, 0]
+    # a barrier inside an if that other lanes skip (they wait at the reconvergence point)
+    bad = program(
+        Block((Instr(Op.S2R, 3, mod=SReg.TID_X), imm(Op.SETP, 0, 3, 2, mod=Cmp.GE)),
+              Term(TermKind.BRA, 1, 2, 2, 0)),
+        Block((), Term(TermKind.BAR, 2)),
+        Block((), EXIT),
+    )
+    with pytest.raises(LaunchError, match="divergent"):
+        run(bad)
+
+
+def test_barrier_orders_warps() -> None:
+    # 8 threads: each writes tid into shared, barrier, then reads its neighbour's slot
+    prog = program(
+        Block((Instr(Op.S2R, 1, mod=SReg.TID_X), imm(Op.SHL, 2, 1, 2),
+               Instr(Op.ST, 0, 2, 1, mod=Space.SHARED)), Term(TermKind.BAR, 1)),
+        Block((imm(Op.ADD, 3, 1, 1), imm(Op.AND, 3, 3, 7), imm(Op.SHL, 3, 3, 2),
+               Instr(Op.LD, 4, 3, mod=Space.SHARED)), Term(TermKind.JMP, 2)),
+        Block((Instr(Op.LD, 5, 0, imm=0, mod=Space.PARAM), Instr(Op.ADD, 5, 5, 2),
+               Instr(Op.ST, 0, 5, 4, mod=Space.GLOBAL)), EXIT),
+        shared=32,
+    )
+    res = run(prog, block=(8, 1))
+    assert res.memory[1:9] == [1, 2, 3, 4, 5, 6, 7, 0]
+    assert [r.warp for r in res.trace] == [0, 1, 0, 0, 1, 1]
+
+
+def test_step_limit_stops_runaway_launch() -> None:
+    prog = program(Block((), Term(TermKind.JMP, 0)))
+    with pytest.raises(LaunchError, match="did not finish within 50 block executions"):
+        run(prog, step_limit=50)
+
+
+@pytest.mark.parametrize("address,message", [
+    (0, "null pointer"), (2, "misaligned"), (512, "outside memory"), (64, "every argument"),
+])
+def test_bad_global_addresses(address: int, message: str) -> None:
+    prog = program(Block((imm(Op.ADD, 1, 0, address), Instr(Op.LD, 2, 1, mod=Space.GLOBAL)),
+                         EXIT))
+    with pytest.raises(LaunchError, match=message) as err:
+        run(prog, block=(1, 1), allocations=[(4, 16)])
+    assert "threadIdx=(0,0)" in err.value.message and "ld.global" in err.value.message
+
+
+def test_shared_and_local_bounds() -> None:
+    prog = program(Block((imm(Op.ADD, 1, 0, 8), Instr(Op.ST, 0, 1, 1, mod=Space.SHARED)), EXIT),
+                   shared=8)
+    with pytest.raises(LaunchError, match="shared address 8 is out of bounds"):
+        run(prog, block=(1, 1))
+    prog = program(Block((Instr(Op.ST, 0, 0, 1, imm=4 * limits.LOCAL_WORDS, mod=Space.LOCAL),),
+                         EXIT))
+    with pytest.raises(LaunchError, match="local address"):
+        run(prog, block=(1, 1))
+
+
+def shuffle_program(mode: Shfl, b: int, shape: int) -> Program:
+    # r2 = tid * 10; r3 = shfl(r2); out[tid] = r3
+    return program(
+        Block((Instr(Op.S2R, 1, mod=SReg.TID_X), imm(Op.MUL, 2, 1, 10),
+               Instr(Op.SHFL, 3, 2, imm=b, bi=True, c=shape, mod=mode),
+               Instr(Op.LD, 4, 0, mod=Space.PARAM)), Term(TermKind.JMP, 1)),
+        Block((Instr(Op.MAD, 4, 1, imm=4, bi=True, c=4), Instr(Op.ST, 0, 4, 3,
+                                                                mod=Space.GLOBAL)), EXIT),
+    )
+
+
+@pytest.mark.parametrize("mode,b,shape,want", [
+    (Shfl.DOWN, 1, 0b0011, [10, 20, 30, 30, 50, 60, 70, 70]),
+    (Shfl.UP, 1, 0b0000, [0, 0, 10, 20, 40, 40, 50, 60]),
+    (Shfl.BFLY, 1, 0b0011, [10, 0, 30, 20, 50, 40, 70, 60]),
+    (Shfl.IDX, 2, 0b0011, [20, 20, 20, 20, 60, 60, 60, 60]),
+    (Shfl.DOWN, 1, 0b1011, [10, 10, 30, 30, 50, 50, 70, 70]),  # width 2
+])
+def test_shuffles_follow_ptx_within_a_warp(mode, b, shape, want) -> None:
+    assert run(shuffle_program(mode, b, shape), block=(8, 1)).memory[1:9] == want
+
+
+def test_shuffle_across_warps_is_an_error() -> None:
+    with pytest.raises(LaunchError, match="outside this thread's 4-lane warp"):
+        run(shuffle_program(Shfl.BFLY, 4, 0b0011), block=(8, 1))
+
+
+def test_atomics_apply_in_lane_then_warp_order() -> None:
+    # every thread: old = atomicExch(out, tid+1); out[1 + tid] = old
+    prog = program(
+        Block((Instr(Op.S2R, 1, mod=SReg.TID_X), imm(Op.ADD, 2, 1, 1),
+               Instr(Op.LD, 3, 0, mod=Space.PARAM),
+               Instr(Op.ATOMG, 4, 3, 2, mod=Atom.EXCH)), Term(TermKind.JMP, 1)),
+        Block((imm(Op.SHL, 5, 1, 2), Instr(Op.ADD, 5, 5, 3),
+               Instr(Op.ST, 0, 5, 4, imm=4, mod=Space.GLOBAL)), EXIT),
+    )
+    res = run(prog, block=(8, 1))
+    assert res.memory[1] == 8
+    assert res.memory[2:10] == [0, 1, 2, 3, 4, 5, 6, 7]
+
+
+def test_launch_shape_limits() -> None:
+    prog = program(Block((), EXIT))
+    with pytest.raises(ResourceError, match="at most 16"):
+        run(prog, block=(17, 1))
+    with pytest.raises(ResourceError, match="thread blocks"):
+        run(prog, grid=(5, 4))
+
+
+def test_grid_runs_blocks_in_order_with_fresh_shared_memory() -> None:
+    # shared[0] += ctaid+1 via atomics; out[ctaid] = shared[0] after a barrier
+    prog = program(
+        Block((Instr(Op.S2R, 1, mod=SReg.CTAID_X), imm(Op.ADD, 2, 1, 1),
+               Instr(Op.ATOMS, 0, 0, 2, mod=Atom.ADD)), Term(TermKind.BAR, 1)),
+        Block((Instr(Op.LD, 3, 0, mod=Space.SHARED), Instr(Op.LD, 4, 0, mod=Space.PARAM),
+               Instr(Op.MAD, 4, 1, imm=4, bi=True, c=4), Instr(Op.ST, 0, 4, 3,
+                                                               mod=Space.GLOBAL)), EXIT),
+        shared=4,
+    )
+    res = run(prog, block=(2, 1), grid=(3, 1))
+    assert res.memory[1:4] == [2, 4, 6]
+    assert res.stats["thread_blocks"] == 3
+
+
+def test_s32() -> None:
+    assert s32(0xFFFFFFFF) == -1 and s32(5) == 5 and s32(1 << 31) == -(1 << 31)
