@@ -1,0 +1,116 @@
+"""``python -m qgpu``: run kernels, show their PTX and machine code, run the kernel suite.
+
+The ``run --json`` output is a contract used by later stages and outside checks: exactly one JSON
+object on stdout, ``{"kernel", "backend", "args", "stats"}``, or on any error exit status 2 and
+``{"error": {"kind", "message"}}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from qgpu.driver import BACKENDS, CompiledModule, compile_file
+from qgpu.errors import QgpuError, UsageError
+from qgpu.isa import format_program
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises UsageError instead of exiting, so --json can report it."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def _dims(text: str) -> tuple[int, int]:
+    try:
+        parts = [int(p) for p in text.split(",")]
+    except ValueError:
+        raise UsageError(f"dimensions must be X or X,Y integers, got {text!r}") from None
+    if not 1 <= len(parts) <= 2:
+        raise UsageError(f"dimensions must be X or X,Y, got {text!r}")
+    return (parts[0], parts[1] if len(parts) == 2 else 1)
+
+
+def _build_parser() -> _Parser:
+    parser = _Parser(prog="python -m qgpu", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    run = sub.add_parser("run", help="launch a kernel")
+    run.add_argument("file", help="CUDA source (.cu) or PTX (.ptx)")
+    run.add_argument("--kernel", help="kernel name (needed when the file has several)")
+    run.add_argument("--grid", required=True, help="X[,Y] thread blocks")
+    run.add_argument("--block", required=True, help="X[,Y] threads per block")
+    run.add_argument("--args", required=True, help="JSON list, one entry per parameter")
+    run.add_argument("--dynamic-shared", type=int, default=0, help="bytes of extern shared")
+    run.add_argument("--backend", default="interp", choices=BACKENDS)
+    run.add_argument("--compiler", default="auto", help="auto, nvrtc, nvcc or clang")
+    run.add_argument("--step-limit", type=int, default=None)
+    run.add_argument("--json", action="store_true", help="print one JSON object")
+    for name, helptext in (("ptx", "print the PTX of a CUDA file"),
+                           ("asm", "print the lowered machine program")):
+        p = sub.add_parser(name, help=helptext)
+        p.add_argument("file")
+        p.add_argument("--kernel")
+        p.add_argument("--compiler", default="auto")
+    suite = sub.add_parser("suite", help="run the kernel suite on both interpreters")
+    suite.add_argument("--seeds", type=int, default=3)
+    suite.add_argument("names", nargs="*", help="only these kernels")
+    return parser
+
+
+def _load(path: str, compiler: str) -> CompiledModule:
+    if not Path(path).is_file():
+        raise UsageError(f"no such file: {path}")
+    return compile_file(Path(path), compiler=compiler)
+
+
+def _run(ns: argparse.Namespace) -> dict[str, Any]:
+    try:
+        args = json.loads(ns.args)
+    except json.JSONDecodeError as e:
+        raise UsageError(f"--args is not valid JSON: {e}") from None
+    module = _load(ns.file, ns.compiler)
+    result = module.kernel(ns.kernel).launch(
+        grid=_dims(ns.grid), block=_dims(ns.block), args=args,
+        dynamic_shared=ns.dynamic_shared, backend=ns.backend, step_limit=ns.step_limit,
+    )
+    return {"kernel": result.kernel, "backend": result.backend, "args": result.args,
+            "stats": result.stats}
+
+
+def _print_run(out: dict[str, Any]) -> None:
+    print(f"kernel {out['kernel']} on the {out['backend']} backend")
+    for i, value in enumerate(out["args"]):
+        print(f"  arg {i}: {value}")
+    print("  " + ", ".join(f"{k}={v}" for k, v in out["stats"].items()))
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    want_json = "--json" in argv
+    try:
+        ns = _build_parser().parse_args(argv)
+        if ns.command == "run":
+            out = _run(ns)
+            if ns.json:
+                print(json.dumps(out))
+            else:
+                _print_run(out)
+        elif ns.command == "ptx":
+            print(_load(ns.file, ns.compiler).ptx)
+        elif ns.command == "asm":
+            print(format_program(_load(ns.file, ns.compiler).kernel(ns.kernel).program))
+        else:
+            from qgpu.suite import print_suite_report
+
+            return print_suite_report(ns.names, ns.seeds)
+    except QgpuError as e:
+        if want_json:
+            print(json.dumps({"error": {"kind": e.kind, "message": e.message}}))
+        else:
+            print(f"error ({e.kind}): {e.message}", file=sys.stderr)
+        return 2
+    return 0

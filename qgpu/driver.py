@@ -1,0 +1,214 @@
+"""The host's CUDA-driver role: compile sources, place arguments in memory, launch kernels.
+
+This is the Python API behind ``python -m qgpu run``:
+
+    mod = compile_source(open("dot.cu").read())
+    result = mod.kernel("dot").launch(grid=(1, 1), block=(4, 1), args=[[1, 2, 3], [4, 5, 6],
+                                      {"zeros": 1}, 3])
+    result.args[2]  # [32]
+
+Arguments follow the CLI's JSON form: a list of ints is an input array of int32 words, ``{"zeros":
+n}`` an output array of n zero words, an int a scalar. Arrays are placed one after another from
+byte address 4 (word 0 is the null word); pointers are passed as those byte addresses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from qgpu import limits
+from qgpu.cuda import available_compilers, compile_cuda
+from qgpu.errors import ResourceError, UsageError
+from qgpu.interp import check_launch_shape, run_program, s32
+from qgpu.isa import Program
+from qgpu.lower import lower_kernel
+from qgpu.ptx import ast
+from qgpu.ptx.interp import find_kernel, run_kernel
+from qgpu.ptx.parser import parse_module
+
+BACKENDS = ("interp", "ptx")
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a launch's arguments live: initial memory, parameter words, array extents."""
+
+    memory: list[int]
+    params: list[int]
+    arrays: dict[int, tuple[int, int]]  # argument index -> (byte address, words)
+
+    @property
+    def allocations(self) -> list[tuple[int, int]]:
+        return [(addr, 4 * n) for addr, n in self.arrays.values()]
+
+
+def _int32(v: Any, where: str) -> int:
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise UsageError(f"{where}: expected an integer, got {v!r}")
+    if not -(1 << 31) <= v < 1 << 32:
+        raise UsageError(f"{where}: {v} does not fit in 32 bits")
+    return s32(v)
+
+
+def place_arguments(params: tuple[ast.Param, ...], args: list[Any]) -> Placement:
+    """Lay out argument arrays in global memory and build the parameter words."""
+    if not isinstance(args, list):
+        raise UsageError("args must be a JSON list with one entry per kernel parameter")
+    if len(args) != len(params):
+        raise UsageError(f"the kernel takes {len(params)} parameters, {len(args)} args were given")
+    memory = [0] * limits.GLOBAL_WORDS
+    words = [0] * len(params)
+    arrays: dict[int, tuple[int, int]] = {}
+    next_word = limits.GLOBAL_FIRST_WORD
+    for i, (p, arg) in enumerate(zip(params, args)):
+        wide = ast.type_width(p.type) == 64
+        if isinstance(arg, dict):
+            if set(arg) != {"zeros"}:
+                raise UsageError(f"argument {i}: an output array is written {{\"zeros\": n}}")
+            n = arg["zeros"]
+            if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+                raise UsageError(f"argument {i}: zeros must be a non-negative integer")
+            values = [0] * n
+        elif isinstance(arg, list):
+            values = [_int32(v, f"argument {i}[{j}]") for j, v in enumerate(arg)]
+        else:
+            v = _int32(arg, f"argument {i}")
+            if wide and not 0 <= v < 1 << 31:
+                raise UsageError(f"argument {i} ({p.name}) is a 64-bit parameter: the machine "
+                                 f"passes only values in 0..2^31-1 there, got {v}")
+            words[i] = v
+            continue
+        if not wide:
+            raise UsageError(f"argument {i}: an array was given for the 32-bit scalar parameter "
+                             f"{p.name}")
+        if next_word + len(values) > limits.GLOBAL_WORDS:
+            raise ResourceError(
+                f"the argument arrays need {next_word - 1 + len(values)}+ words; global memory "
+                f"holds {limits.GLOBAL_WORDS - limits.GLOBAL_FIRST_WORD} words"
+            )
+        memory[next_word:next_word + len(values)] = values
+        arrays[i] = (next_word * 4, len(values))
+        words[i] = next_word * 4
+        next_word += len(values)
+    return Placement(memory, words, arrays)
+
+
+def read_back(placement: Placement, args: list[Any], memory: list[int]) -> list[Any]:
+    """Final value of every parameter: arrays from memory, scalars as given."""
+    out: list[Any] = []
+    for i, arg in enumerate(args):
+        if i in placement.arrays:
+            addr, n = placement.arrays[i]
+            out.append(memory[addr // 4:addr // 4 + n])
+        else:
+            out.append(arg)
+    return out
+
+
+@dataclass
+class LaunchResult:
+    """What a launch returns: final arguments, counters and (machine backend) the trace."""
+
+    kernel: str
+    backend: str
+    args: list[Any]
+    stats: dict[str, int]
+    trace: list = field(default_factory=list)
+
+
+@dataclass
+class Kernel:
+    """One kernel of a compiled module; lowering to the machine happens on first use."""
+
+    module: ast.Module
+    ptx: ast.Kernel
+
+    @property
+    def name(self) -> str:
+        return self.ptx.name
+
+    @cached_property
+    def program(self) -> Program:
+        return lower_kernel(self.ptx, self.module)
+
+    def launch(
+        self,
+        *,
+        grid: tuple[int, int],
+        block: tuple[int, int],
+        args: list[Any],
+        dynamic_shared: int = 0,
+        backend: str = "interp",
+        step_limit: int | None = None,
+    ) -> LaunchResult:
+        """Run the kernel on a backend: "interp" (the machine) or "ptx" (the PTX oracle)."""
+        if backend not in BACKENDS:
+            raise UsageError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+        check_launch_shape(tuple(grid), tuple(block))
+        place = place_arguments(self.ptx.params, args)
+        if backend == "interp":
+            prog = self.program
+            run = run_program(
+                prog, grid=tuple(grid), block=tuple(block), params=place.params,
+                memory=place.memory, dynamic_shared=dynamic_shared,
+                allocations=place.allocations,
+                step_limit=step_limit or limits.DEFAULT_STEP_LIMIT,
+            )
+            stats = dict(run.stats, rom_blocks=len(prog.blocks),
+                         instructions=prog.instruction_count(), spill_slots=prog.local_words)
+            return LaunchResult(self.name, backend, read_back(place, args, run.memory), stats,
+                                run.trace)
+        ptx_run = run_kernel(
+            self.ptx, self.module, grid=tuple(grid), block=tuple(block), params=place.params,
+            memory=place.memory, dynamic_shared=dynamic_shared, allocations=place.allocations,
+            **({"step_limit": step_limit} if step_limit else {}),
+        )
+        return LaunchResult(self.name, backend, read_back(place, args, ptx_run.memory),
+                            dict(ptx_run.stats))
+
+
+@dataclass
+class CompiledModule:
+    """PTX text, where it came from, and its parsed form."""
+
+    ptx: str
+    compiler: str
+    parsed: ast.Module
+
+    def kernel(self, name: str | None = None) -> Kernel:
+        return Kernel(self.parsed, find_kernel(self.parsed, name))
+
+    @property
+    def kernel_names(self) -> list[str]:
+        return [k.name for k in self.parsed.kernels]
+
+
+def load_ptx(ptx: str, compiler: str = "ptx") -> CompiledModule:
+    """Wrap PTX text (already compiled elsewhere)."""
+    return CompiledModule(ptx, compiler, parse_module(ptx))
+
+
+def compile_source(source: str, *, filename: str = "kernel.cu", compiler: str = "auto") -> \
+        CompiledModule:
+    """CUDA source -> parsed PTX module (NVRTC, nvcc or clang; see qgpu.cuda)."""
+    result = compile_cuda(source, filename=filename, compiler=compiler)
+    return load_ptx(result.ptx, result.compiler)
+
+
+SUITE_DIR = Path(__file__).resolve().parent.parent / "kernels"
+
+
+def compile_file(path: Path, *, compiler: str = "auto") -> CompiledModule:
+    """A .ptx file as is; a .cu file through the compiler, or — for a suite kernel on a machine
+    with no CUDA compiler — its committed PTX (kept current by tests/test_cuda.py)."""
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".ptx":
+        return load_ptx(text)
+    committed = SUITE_DIR / "ptx" / f"{path.stem}.ptx"
+    if compiler == "auto" and not available_compilers() and committed.is_file() \
+            and path.resolve().parent == SUITE_DIR:
+        return load_ptx(committed.read_text(encoding="utf-8"), "committed")
+    return compile_source(text, filename=path.name, compiler=compiler)

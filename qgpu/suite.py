@@ -1,0 +1,100 @@
+"""The kernel suite, checked three ways: intent model, PTX interpreter, machine interpreter.
+
+Each arrow of the verification ladder reports the first divergence (argument, index, values),
+never a mere "mismatch". ``python -m qgpu suite`` prints the table.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from qgpu.driver import SUITE_DIR, CompiledModule, load_ptx
+from qgpu.errors import QgpuError
+
+sys.path.insert(0, str(SUITE_DIR.parent))
+from kernels.manifest import SUITE, SuiteKernel, by_name, source_path  # noqa: E402,F401
+
+
+def suite_module(k: SuiteKernel, ptx_dir: Path = SUITE_DIR / "ptx") -> CompiledModule:
+    """The committed (pinned NVRTC) PTX of a suite kernel."""
+    return load_ptx((ptx_dir / f"{k.name}.ptx").read_text(encoding="utf-8"), "committed")
+
+
+def first_difference(expected: list[Any], got: list[Any]) -> str | None:
+    """Where two argument lists first differ, readably; None when equal."""
+    for i, (e, g) in enumerate(zip(expected, got, strict=True)):
+        if isinstance(e, list):
+            if len(e) != len(g):
+                return f"arg {i}: length {len(g)} != {len(e)}"
+            for j, (x, y) in enumerate(zip(e, g, strict=True)):
+                if x != y:
+                    return f"arg {i}[{j}]: got {y}, expected {x}"
+        elif e != g:
+            return f"arg {i}: got {g}, expected {e}"
+    return None
+
+
+@dataclass
+class Check:
+    """One kernel on one seed: the difference of each backend from the intent (None = exact)."""
+
+    name: str
+    seed: int
+    ptx: str | None
+    machine: str | None
+    stats: dict[str, int]
+
+    @property
+    def exact(self) -> bool:
+        return self.ptx is None and self.machine is None
+
+
+def make_args(k: SuiteKernel, seed: int) -> list[Any]:
+    return k.make_args(np.random.default_rng(seed))
+
+
+def check_kernel(k: SuiteKernel, seed: int, module: CompiledModule | None = None) -> Check:
+    """Run one suite kernel on both interpreters and compare each with the intent model."""
+    module = module or suite_module(k)
+    args = make_args(k, seed)
+    expected = [list(map(int, a)) if isinstance(a, list) else a for a in k.intent(args)]
+    kernel = module.kernel(k.name)
+    diffs: dict[str, str | None] = {}
+    stats: dict[str, int] = {}
+    for backend in ("ptx", "interp"):
+        try:
+            res = kernel.launch(grid=k.grid, block=k.block, args=args,
+                                dynamic_shared=k.dynamic_shared, backend=backend)
+            diffs[backend] = first_difference(expected, res.args)
+            if backend == "interp":
+                stats = res.stats
+        except QgpuError as e:
+            diffs[backend] = f"{e.kind} error: {e.message}"
+    return Check(k.name, seed, diffs["ptx"], diffs["interp"], stats)
+
+
+def print_suite_report(names: list[str], seeds: int) -> int:
+    """Print one line per kernel; exit status 1 if any kernel is not exact three ways."""
+    kernels = [by_name(n) for n in names] if names else list(SUITE)
+    failures = 0
+    print(f"{'kernel':24} {'exact':>6} {'ROM':>4} {'instr':>5} {'blocks run':>10} {'spills':>6}")
+    t0 = time.perf_counter()
+    for k in kernels:
+        checks = [check_kernel(k, seed) for seed in range(seeds)]
+        bad = [c for c in checks if not c.exact]
+        failures += bool(bad)
+        st = checks[-1].stats
+        print(f"{k.name:24} {len(checks) - len(bad):>3}/{len(checks):<2} "
+              f"{st.get('rom_blocks', '-'):>4} {st.get('instructions', '-'):>5} "
+              f"{st.get('blocks_executed', '-'):>10} {st.get('spill_slots', '-'):>6}")
+        for c in bad:
+            print(f"    seed {c.seed}: ptx: {c.ptx or 'exact'}; machine: {c.machine or 'exact'}")
+    print(f"{len(kernels) - failures}/{len(kernels)} kernels exact on {seeds} seeds "
+          f"({time.perf_counter() - t0:.1f} s)")
+    return 1 if failures else 0

@@ -1,0 +1,91 @@
+"""The ``python -m qgpu run`` JSON contract and its error kinds."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from qgpu.cli import main
+from qgpu.cuda import available_compilers
+
+ROOT = Path(__file__).resolve().parent.parent
+DOT = str(ROOT / "kernels" / "dot.cu")
+DOT_ARGS = '[[1,2,3],[4,5,6],{"zeros":1},3]'
+
+
+def run_json(capsys, *argv: str) -> tuple[int, dict]:
+    code = main([*argv, "--json"])
+    out = capsys.readouterr().out
+    lines = out.strip().splitlines()
+    assert len(lines) == 1, out  # exactly one JSON object
+    return code, json.loads(lines[0])
+
+
+@pytest.mark.parametrize("backend", ["interp", "ptx"])
+def test_run_dot_product(capsys, backend: str) -> None:
+    code, out = run_json(capsys, "run", DOT, "--grid", "1", "--block", "4", "--args", DOT_ARGS,
+                         "--backend", backend)
+    assert code == 0
+    assert out["kernel"] == "dot" and out["backend"] == backend
+    assert out["args"] == [[1, 2, 3], [4, 5, 6], [32], 3]
+    assert out["stats"]["warp_instructions"] > 0
+
+
+def test_entry_point_prints_readable_summary() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "qgpu", "run", DOT, "--grid", "1", "--block", "4", "--args",
+         DOT_ARGS], capture_output=True, text=True, cwd=ROOT, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "arg 2: [32]" in proc.stdout
+
+
+def write(tmp_path: Path, src: str) -> str:
+    path = tmp_path / "k.cu"
+    path.write_text(src)
+    return str(path)
+
+
+needs_compiler = pytest.mark.skipif(not available_compilers(), reason="no CUDA compiler")
+
+
+@needs_compiler
+@pytest.mark.parametrize("src,args,extra,kind,needle", [
+    ('extern "C" __global__ void k(int* a) { a[0] = nope; }', "[[1]]", [], "compile", "nope"),
+    ('extern "C" __global__ void k(float* a) { a[0] *= 2.0f; }', "[[1]]", [], "unsupported",
+     "line"),
+    ('extern "C" __global__ void k(int* a) { a[threadIdx.x] = 1; }', "[[1]]", [], "launch",
+     "out of bounds"),
+    ('extern "C" __global__ void k(volatile int* a) { while (a[0] == 0) {} }', "[[0]]", [],
+     "launch", "did not finish"),
+    ('extern "C" __global__ void k(int* a) { a[0] = 1; }', "[[1]]", ["--block", "32"],
+     "resource", "at most 16"),
+    ('extern "C" __global__ void k(int* a) { a[0] = 1; }', "[[1], 2]", [], "usage", "1 param"),
+    ('extern "C" __global__ void k(int* a) { a[0] = 1; }', "[[1]", [], "usage", "JSON"),
+])
+def test_errors_exit_2_with_kind(capsys, tmp_path, src, args, extra, kind, needle) -> None:
+    argv = ["run", write(tmp_path, src), "--grid", "1", "--args", args]
+    argv += extra if extra else ["--block", "4"]
+    code, out = run_json(capsys, *argv)
+    assert code == 2
+    assert out["error"]["kind"] == kind, out
+    assert needle in out["error"]["message"], out
+
+
+def test_bad_dimensions_are_usage_errors(capsys) -> None:
+    code, out = run_json(capsys, "run", DOT, "--grid", "x", "--block", "4", "--args", DOT_ARGS)
+    assert code == 2 and out["error"]["kind"] == "usage"
+    code, out = run_json(capsys, "run", DOT, "--block", "4", "--args", DOT_ARGS)
+    assert code == 2 and out["error"]["kind"] == "usage" and "--grid" in out["error"]["message"]
+
+
+def test_missing_file_is_a_usage_error(capsys) -> None:
+    code, out = run_json(capsys, "run", "nope.cu", "--grid", "1", "--block", "1", "--args", "[]")
+    assert code == 2 and out["error"]["kind"] == "usage"
+
+
+def test_asm_prints_machine_program(capsys) -> None:
+    assert main(["asm", DOT]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("// dot:") and "atom.global.add" in out

@@ -1,0 +1,32 @@
+"""Every suite kernel agrees three ways — intent model, PTX interpreter, machine interpreter."""
+
+import pytest
+
+from qgpu.cuda import available_compilers, compile_cuda
+from qgpu.driver import load_ptx
+from qgpu.suite import SUITE, check_kernel, source_path
+
+SEEDS = (0, 1, 2)
+
+
+@pytest.mark.parametrize("kernel", SUITE, ids=lambda k: k.name)
+def test_suite_kernel_is_exact_three_ways(kernel) -> None:
+    for seed in SEEDS:
+        check = check_kernel(kernel, seed)
+        assert check.ptx is None, f"seed {seed}: PTX interpreter vs intent: {check.ptx}"
+        assert check.machine is None, f"seed {seed}: machine vs intent: {check.machine}"
+
+
+@pytest.mark.parametrize("compiler", ["nvcc", "clang"])
+def test_suite_is_exact_with_other_compilers(compiler: str) -> None:
+    """The lowering accepts the other toolchains' PTX dialects too (seed 0 of every kernel)."""
+    if compiler not in available_compilers():
+        pytest.skip(f"{compiler} is not installed here")
+    failures = []
+    for kernel in SUITE:
+        path = source_path(kernel)
+        ptx = compile_cuda(path.read_text(), filename=path.name, compiler=compiler).ptx
+        check = check_kernel(kernel, 0, load_ptx(ptx, compiler))
+        if not check.exact:
+            failures.append(f"{kernel.name}: ptx: {check.ptx}; machine: {check.machine}")
+    assert not failures, "\n".join(failures)
