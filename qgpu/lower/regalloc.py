@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from qgpu import limits
 from qgpu.errors import ResourceError
-from qgpu.isa import Op, Space, TermKind
+from qgpu.isa import Cmp, Op, Space, TermKind
 from qgpu.lower.ir import ZERO, IRFunction, VInstr
 
 SCRATCH = 3
@@ -130,9 +130,13 @@ def allocate(fn: IRFunction) -> Allocation:
     def pred_term(t):
         return [t.pred] if t.kind == TermKind.BRA else []
 
-    piv = _intervals(fn, VInstr.pred_uses, VInstr.pred_def, pred_term)
-    preds, pspill = _scan(piv, limits.NUM_PREDS, {})
-    if pspill:
+    for _ in range(4):
+        piv = _intervals(fn, VInstr.pred_uses, VInstr.pred_def, pred_term)
+        preds, pspill = _scan(piv, limits.NUM_PREDS, {})
+        if not pspill:
+            break
+        demote_predicates(fn, set(pspill))
+    else:
         raise ResourceError(
             f"{fn.name} needs more than {limits.NUM_PREDS} predicates live at once; simplify the "
             f"conditions that are live across each other"
@@ -154,6 +158,46 @@ def allocate(fn: IRFunction) -> Allocation:
         {v: i for i, v in enumerate(spilled)},
         preds,
     )
+
+
+def demote_predicates(fn: IRFunction, victims: set[int]) -> None:
+    """Keep the given predicates in registers (0/1) instead: each use re-tests the register
+    into a short-lived predicate, each definition is followed by a `sel` that stores it."""
+    home = {p: fn.num_vregs + i for i, p in enumerate(sorted(victims))}
+    fn.num_vregs += len(home)
+
+    def fresh() -> int:
+        fn.num_vpreds += 1
+        return fn.num_vpreds - 1
+
+    def reload(p: int, out: list[VInstr], line: int) -> int:
+        t = fresh()
+        out.append(VInstr(Op.SETP, t, home[p], imm=0, bi=True, mod=Cmp.NE, line=line,
+                          comment="predicate reload"))
+        return t
+
+    for blk in fn.blocks:
+        out: list[VInstr] = []
+        for ins in blk.instrs:
+            loaded = {p: reload(p, out, ins.line) for p in dict.fromkeys(ins.pred_uses())
+                      if p in home}
+            if ins.guard is not None and ins.guard[0] in loaded:
+                ins.guard = (loaded[ins.guard[0]], ins.guard[1])
+            if ins.op == Op.PLOP:
+                ins.a, ins.b = loaded.get(ins.a, ins.a), loaded.get(ins.b, ins.b)
+            elif ins.op == Op.SEL:
+                ins.c = loaded.get(ins.c, ins.c)
+            victim = ins.pred_def()
+            if victim in home:
+                ins.d = loaded[victim] if victim in loaded else fresh()
+            out.append(ins)
+            if victim in home:
+                out.append(VInstr(Op.SEL, home[victim], ZERO, imm=1, bi=True, c=ins.d, mod=1,
+                                  guard=ins.guard, line=ins.line, comment="predicate spill"))
+        t = blk.term
+        if t.kind == TermKind.BRA and t.pred in home:
+            t.pred = reload(t.pred, out, t.line)
+        blk.instrs = out
 
 
 def insert_spill_code(fn: IRFunction, alloc: Allocation) -> None:

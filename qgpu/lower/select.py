@@ -5,7 +5,7 @@ shl, and/or/xor, truncation) are computed exactly on their low 32 bits. Every 64
 a static *kind* (zero-extended, sign-extended, a wide product, or unknown) from all of its
 definitions; non-ring 64-bit operations (shr, ordered compares, div) are lowered only when the
 kinds make the 32-bit form exact, and rejected otherwise. 16-bit registers hold their value
-zero-extended. Division and remainder become a 32-step shift-subtract loop.
+zero-extended. Division and remainder become a shift-subtract loop over the dividend's significant bits.
 """
 
 from __future__ import annotations
@@ -838,7 +838,9 @@ class Selector:
     def space(self, ins: Instr) -> str:
         spaces = [s for s in ins.mods if s in MEM_SPACES]
         if not spaces:
-            raise self.fail("generic addressing is not supported (no state space)")
+            # Shared addresses never become generic (cvta to/from shared is rejected), so a
+            # generic address is a global one.
+            return "global"
         if spaces[0] in ("local", "const", "tex", "surf"):
             raise self.fail(f"the .{spaces[0]} state space is not supported")
         return spaces[0]
@@ -950,13 +952,18 @@ class Selector:
         else:
             self.emit(Op.ADD, n, x)
             self.emit(Op.ADD, dv, y)
+        # Skip the dividend's leading zeros: the loop runs once per significant bit.
+        self.emit(Op.CLZ, i, n)
+        self.emit(Op.SHL, n, n, i)
+        self.emit(Op.NEG, i, i)
+        self.emit(Op.ADD, i, i, imm=32, bi=True)
         self.emit(Op.ADD, q, ZERO, imm=0, bi=True)
         self.emit(Op.ADD, r, ZERO, imm=0, bi=True)
-        self.emit(Op.ADD, i, ZERO, imm=32, bi=True)
         loop, done = self.new_block("div_loop"), self.new_block("div_done")
-        self.set_term(VTerm(TermKind.JMP, loop))
-        self.switch(loop)
         top, ge, more = self.new_vreg(), self.new_vpred(), self.new_vpred()
+        self.emit(Op.SETP, more, i, imm=0, bi=True, mod=Cmp.NE)
+        self.set_term(VTerm(TermKind.BRA, loop, done, more))
+        self.switch(loop)
         self.emit(Op.SHR, top, n, imm=31, bi=True)
         self.emit(Op.SHL, r, r, imm=1, bi=True)
         self.emit(Op.OR, r, r, top)
