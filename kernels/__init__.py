@@ -1,0 +1,1 @@
+"""CUDA sources of the kernel suite and their manifest (launch shapes, inputs, intents)."""
