@@ -1,0 +1,129 @@
+"""Every construct outside the integer subset is rejected with its line and a clear reason.
+
+The cases come from real nvcc output (tests/ptx_samples/unsupported.cu); ``isolate`` keeps one
+kernel (and the module-level lines it needs) at its original line numbers.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from qgpu.errors import UnsupportedError
+from qgpu.ptx.parser import parse_module
+
+from .helpers import entry, isolate, line_of, sample
+
+UNSUPPORTED = sample("unsupported.ptx")
+
+# kernel, extra module-level lines to keep, fragment of the offending line, words in the message
+CASES = [
+    ("k_const", (".const .align",), ".const .align", "`.const` variable `cst` (__constant__"),
+    ("k_gvar", (".u32 gvar;",), ".u32 gvar;", "(a __device__ variable)"),
+    ("k_call", (".func  (.param .b32 func_retval0) _Z6helperi(",), ".func  (.param",
+     "`.func _Z6helperi` (a device function that was not inlined)"),
+    ("k_call", (), ".param .b32 param0;", "`.param` inside a kernel body (a function call"),
+    ("k_callvoid", (), "call.uni", "`call.uni` (function calls)"),
+    ("k_printf", (".extern .func",), ".extern .func", "`printf`"),
+    ("k_local", (), ".local .align 16", "`.local` (per-thread local memory"),
+    ("k_float", (), ".reg .f32", "floating-point register type"),
+    ("k_char", (), "st.global.u8", "8-bit memory access"),
+    ("k_short", (), "ld.global.s16", "16-bit memory access"),
+    ("k_ll", (), "st.global.u64", "64-bit memory access"),
+    ("k_vote", (), "vote.sync.ballot", "(warp vote)"),
+    ("k_activemask", (), "activemask.b32", "__activemask()"),
+    ("k_match", (), "match.any.sync", "(warp match)"),
+    ("k_vec", (), "ld.global.v4.u32", "(vector load)"),
+    ("k_cvta_shared", (), "cvta.shared.u64", "generic pointer to shared memory"),
+    ("k_generic_ld", (), "ld.u32 %r1", "generic addressing"),
+    ("k_generic_atom", (), "atom.add.u32 %r1", "atomic on a generic address"),
+    ("k_atom64", (), "atom.global.add.u64", "64-bit atomic"),
+    ("k_trap", (), "trap;", "__trap()"),
+    ("k_brkpt", (), "brkpt;", "__brkpt()"),
+    ("k_barcount", (), "bar.red.popc", "only __syncthreads() (bar.sync 0)"),
+    ("k_syncwarp", (), "bar.warp.sync", "__syncwarp"),
+    ("k_laneid", (), "%laneid;", "special register `%laneid`"),
+    ("k_lanemask", (), "%lanemask_lt;", "special register `%lanemask_lt`"),
+    ("k_clock", (), "%clock64", "special register `%clock64`"),
+    ("k_warpsize", (), "WARP_SZ", "`warpSize` (WARP_SZ)"),
+    ("k_shfl32", (), "shfl.sync.down.b32 \t%r6|%p1", "over 32-lane segments"),
+    ("k_shflwidth", (), "shfl.sync.down.b32 \t%r10|%p1", "not a compile-time constant"),
+    ("k_tex", (), "tex.1d.v4.s32.s32", "(texture fetch)"),
+    ("k_structparam", (), ".param .align 8 .b8 k_structparam_param_0", "struct/array kernel"),
+]
+
+
+@pytest.mark.parametrize(("kernel", "keep", "fragment", "words"), CASES,
+                         ids=[f"{c[0]}-{c[2][:12]}" for c in CASES])
+def test_rejected_construct(kernel, keep, fragment, words):
+    text = isolate(UNSUPPORTED, kernel, *keep)
+    with pytest.raises(UnsupportedError) as err:
+        parse_module(text)
+    msg = err.value.message
+    assert err.value.kind == "unsupported"
+    assert msg.startswith(f"line {line_of(text, fragment)}: "), msg
+    assert words in msg and "is not supported" in msg
+
+
+def test_call_message_gives_the_fix():
+    with pytest.raises(UnsupportedError) as err:
+        parse_module(isolate(UNSUPPORTED, "k_callvoid"))
+    assert "mark the device function __forceinline__" in err.value.message
+
+
+def test_shuffle_message_says_to_pass_width_4():
+    with pytest.raises(UnsupportedError) as err:
+        parse_module(isolate(UNSUPPORTED, "k_shfl32"))
+    assert "__shfl_down_sync(0xffffffff, v, 1, 4)" in err.value.message
+
+
+def test_whole_module_stops_at_the_first_construct():
+    with pytest.raises(UnsupportedError) as err:
+        parse_module(UNSUPPORTED)
+    assert err.value.message.startswith(f"line {line_of(UNSUPPORTED, '.extern .func')}: ")
+
+
+REGS = "    .reg .pred %p<3>;\n    .reg .b32 %r<8>;\n    .reg .b64 %rd<4>;\n"
+
+
+@pytest.mark.parametrize(
+    ("line", "words"),
+    [
+        ("mov.b32 %r1, 0f3F800000;", "floating-point literal `0f3F800000`"),
+        ("add.f32 %r1, %r2, %r3;", "floating-point .f32"),
+        ("bar.sync 1;", "named barrier or thread count"),
+        ("bar.sync 0, 32;", "named barrier or thread count"),
+        ("barrier.sync.aligned 0, 64;", "named barrier or thread count"),
+        ("bar.arrive 0, 32;", "only __syncthreads()"),
+        ("shfl.down.b32 %r1, %r2, 1, 7199;", "shfl without .sync"),
+        ("redux.sync.add.s32 %r1, %r2, -1;", "warp reduction"),
+        ("add.cc.u32 %r1, %r2, %r3;", "carry/saturating"),
+        ("mul24.lo.s32 %r1, %r2, %r3;", "24-bit multiply"),
+        ("mul.wide.u64 %rd1, %rd2, %rd3;", "128-bit product"),
+        ("atom.global.add.f32 %r1, [%rd1], %r2;", "floating-point .f32"),
+        ("atom.global.inc.s32 %r1, [%rd1], %r2;", "atomic type .s32"),
+        ("ld.const.u32 %r1, [%rd1];", "(__constant__ memory)"),
+        ("ld.local.u32 %r1, [%rd1];", "(.local per-thread memory)"),
+        ("st.param.b32 [%rd1], %r1;", "function call sequence"),
+        ("ld.param.u32 %r1, [k_param_0+4];", "offset inside a parameter"),
+        ("mov.u64 %rd1, k_param_0;", "not a shared variable"),
+        ("prmt.b32.f4e %r1, %r2, %r3, %r4;", "modifier .f4e"),
+        ("setp.lt.pred %p1, %p2, %p0;", "ordered compare of predicates"),
+        ("mov.b64 %rd1, {%r1, %r2};", "vector operand"),
+        ("mov.u32 %r1, %tid;", "vector special register"),
+        ("sqrt.approx.f32 %r1, %r2;", "floating-point .f32"),
+        ("isspacep.shared %p1, %rd1;", "`isspacep.shared`"),
+    ],
+)
+def test_rejected_instruction(line, words):
+    with pytest.raises(UnsupportedError) as err:
+        parse_module(entry(REGS + "    " + line))
+    assert err.value.message.startswith("line 10: ") and words in err.value.message
+
+
+def test_rejected_module_directives():
+    for decl, words in [(".global .align 4 .b8 table[16];", "`.global` variable `table`"),
+                        (".local .align 4 .b8 depot[16];", "`.local`"),
+                        (".shared .align 4 .f32 fs[4];", "floating-point .shared"),
+                        (".address_size 32", "`.address_size 32`")]:
+        with pytest.raises(UnsupportedError, match=words):
+            parse_module(entry("ret;", decls=decl))
