@@ -8,8 +8,10 @@ This is the Python API behind ``python -m qgpu run``:
     result.args[2]  # [32]
 
 Arguments follow the CLI's JSON form: a list of ints is an input array of int32 words, ``{"zeros":
-n}`` an output array of n zero words, an int a scalar. Arrays are placed one after another from
-byte address 4 (word 0 is the null word); pointers are passed as those byte addresses.
+n}`` an output array of n zero words, an int a scalar. Arrays are placed from byte address 4 (word 0
+is the null word) with one unallocated guard word after each, so reading one element past an
+array is an out-of-bounds error rather than a read of the next array; pointers are passed as
+byte addresses.
 """
 
 from __future__ import annotations
@@ -86,13 +88,14 @@ def place_arguments(params: tuple[ast.Param, ...], args: list[Any]) -> Placement
                              f"{p.name}")
         if next_word + len(values) > limits.GLOBAL_WORDS:
             raise ResourceError(
-                f"the argument arrays need {next_word - 1 + len(values)}+ words; global memory "
-                f"holds {limits.GLOBAL_WORDS - limits.GLOBAL_FIRST_WORD} words"
+                f"the argument arrays need at least {next_word - 1 + len(values)} words (with one "
+                f"guard word between arrays); global memory holds "
+                f"{limits.GLOBAL_WORDS - limits.GLOBAL_FIRST_WORD} words"
             )
         memory[next_word:next_word + len(values)] = values
         arrays[i] = (next_word * 4, len(values))
         words[i] = next_word * 4
-        next_word += len(values)
+        next_word += len(values) + 1  # an unallocated guard word: a[n] must not reach b[0]
     return Placement(memory, words, arrays)
 
 

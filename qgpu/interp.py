@@ -14,6 +14,8 @@ from qgpu import limits
 from qgpu.errors import LaunchError, ResourceError, UsageError
 from qgpu.isa import (
     EXIT_RECONV,
+    INDEX_UNSIGNED,
+    INDEXED,
     Atom,
     Block,
     Cmp,
@@ -26,6 +28,7 @@ from qgpu.isa import (
     TermKind,
     format_instr,
     guard_parts,
+    mem_space,
 )
 
 MASK32 = 0xFFFFFFFF
@@ -151,9 +154,9 @@ class _Launch:
         if addr % 4:
             raise LaunchError(f"misaligned global address {addr} at {self._where(w, lane, ins)}")
         word = addr // 4
-        if word < limits.GLOBAL_FIRST_WORD:
+        if 0 <= word < limits.GLOBAL_FIRST_WORD:
             raise LaunchError(f"null pointer access (address {addr}) at {self._where(w, lane, ins)}")
-        if word >= limits.GLOBAL_WORDS:
+        if not 0 <= word < limits.GLOBAL_WORDS:
             raise LaunchError(
                 f"global address {addr} is outside memory ({limits.GLOBAL_WORDS * 4} bytes) at "
                 f"{self._where(w, lane, ins)}"
@@ -258,7 +261,7 @@ class _Launch:
         if not lanes:
             return
         op, R = ins.op, w.regs
-        if op in (Op.ST, Op.ATOMG, Op.ATOMS) or (op == Op.LD and ins.mod != Space.PARAM):
+        if op in (Op.ST, Op.ATOMG, Op.ATOMS) or (op == Op.LD and ins.mod & 3 != Space.PARAM):
             self._memory(w, lanes, ins, regs_w, mem_w)
             return
         if op == Op.SHFL:
@@ -340,8 +343,12 @@ class _Launch:
         mem_w: dict[tuple[str, int], int],
     ) -> None:
         op, R = ins.op, w.regs
-        space = Space.GLOBAL if op == Op.ATOMG else Space.SHARED if op == Op.ATOMS else Space(ins.mod)
-        addrs = [(R[ln][ins.a] + ins.imm) & MASK32 for ln in lanes]
+        space = mem_space(ins)
+        if op in (Op.LD, Op.ST) and ins.mod & INDEXED:
+            index = (lambda v: v) if ins.mod & INDEX_UNSIGNED else s32
+            addrs = [R[ln][ins.a] + 4 * index(R[ln][ins.b]) + ins.imm for ln in lanes]
+        else:
+            addrs = [(R[ln][ins.a] + ins.imm) & MASK32 for ln in lanes]
         if space == Space.GLOBAL:
             store, name = self.mem, "global"
             idx = [self._global_word(a, w, ln, ins) for a, ln in zip(addrs, lanes)]
@@ -368,7 +375,7 @@ class _Launch:
         if op == Op.LD:
             results = [cell_get(ln, i) for ln, i in zip(lanes, idx)]
         elif op == Op.ST:
-            values = [R[ln][ins.b] for ln in lanes]
+            values = [R[ln][ins.c if ins.mod & INDEXED else ins.b] for ln in lanes]
             for ln, i, v in zip(lanes, idx, values):
                 cell_set(ln, i, v)
             return

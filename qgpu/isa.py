@@ -77,12 +77,29 @@ class PredOp(IntEnum):
 
 
 class Space(IntEnum):
-    """Memory spaces of LD/ST. LOCAL is per thread (spill slots); PARAM is read-only."""
+    """Memory spaces of LD/ST (mod bits 0-1). LOCAL is per thread (spill slots); PARAM is
+    read-only."""
 
     GLOBAL = 0
     SHARED = 1
     LOCAL = 2
     PARAM = 3
+
+
+# LD/ST mod bit 2: the address is a + 4*b + imm computed exactly (no 32-bit wrap), so an index
+# that a real GPU would send outside memory is caught; bit 3: b is unsigned. An indexed ST takes
+# its value from c.
+INDEXED = 4
+INDEX_UNSIGNED = 8
+
+
+def mem_space(ins: Instr) -> Space:
+    """The memory space an LD/ST/ATOM instruction accesses."""
+    if ins.op == Op.ATOMG:
+        return Space.GLOBAL
+    if ins.op == Op.ATOMS:
+        return Space.SHARED
+    return Space(ins.mod & 3)
 
 
 class Atom(IntEnum):
@@ -127,6 +144,22 @@ class SReg(IntEnum):
 # Ops whose d names a predicate rather than a register.
 PRED_DEST_OPS = frozenset({Op.SETP, Op.PLOP})
 UNARY_OPS = frozenset({Op.NEG, Op.ABS, Op.NOT, Op.POPC, Op.CLZ, Op.BREV})
+def source_registers(op: Op, mod: int, bi: bool, a: int, b: int, c: int) -> tuple[int, ...]:
+    """The register fields an instruction reads, given its op and mod (shared with the IR)."""
+    if op in (Op.S2R, Op.PLOP):
+        return ()
+    if op == Op.LD:
+        return (a, b) if mod & INDEXED else (a,)
+    if op in UNARY_OPS:
+        return (a,)
+    if op == Op.ST:
+        return (a, b, c) if mod & INDEXED else (a, b)
+    regs = [a] if bi else [a, b]
+    if op == Op.MAD or (op in (Op.ATOMG, Op.ATOMS) and mod == Atom.CAS):
+        regs.append(c)
+    return tuple(regs)
+
+
 NO_GUARD = 0  # guard field: 0 = always, 1 + p = @p, 1 + NUM_PREDS + p = @!p
 
 
@@ -172,19 +205,7 @@ class Instr:
 
     def reads(self) -> tuple[int, ...]:
         """General registers this instruction reads (r0 included when named)."""
-        op = self.op
-        if op in (Op.S2R, Op.PLOP):
-            return ()
-        if op == Op.LD or op in UNARY_OPS:
-            return (self.a,)
-        if op == Op.ST:
-            return (self.a, self.b)
-        regs = [self.a]
-        if not self.bi:
-            regs.append(self.b)
-        if op == Op.MAD or (op in (Op.ATOMG, Op.ATOMS) and self.mod == Atom.CAS):
-            regs.append(self.c)
-        return tuple(regs)
+        return source_registers(self.op, self.mod, self.bi, self.a, self.b, self.c)
 
     def writes_reg(self) -> int | None:
         """The general register written (None for stores and predicate ops)."""
@@ -324,10 +345,16 @@ def format_instr(ins: Instr) -> str:
         text = f"sel r{ins.d}, {_reg(ins.a)}, {bsrc}, {neg}p{ins.c}"
     elif op == Op.S2R:
         text = f"s2r r{ins.d}, %{SReg(ins.mod).name.lower()}"
-    elif op == Op.LD:
-        text = f"ld.{Space(ins.mod).name.lower()} r{ins.d}, [{_reg(ins.a)}+{ins.imm}]"
-    elif op == Op.ST:
-        text = f"st.{Space(ins.mod).name.lower()} [{_reg(ins.a)}+{ins.imm}], {_reg(ins.b)}"
+    elif op in (Op.LD, Op.ST):
+        space = Space(ins.mod & 3).name.lower()
+        addr = f"{_reg(ins.a)}+{ins.imm}"
+        if ins.mod & INDEXED:
+            addr = f"{_reg(ins.a)}+{'u' if ins.mod & INDEX_UNSIGNED else ''}{_reg(ins.b)}*4+{ins.imm}"
+        if op == Op.LD:
+            text = f"ld.{space} r{ins.d}, [{addr}]"
+        else:
+            value = ins.c if ins.mod & INDEXED else ins.b
+            text = f"st.{space} [{addr}], {_reg(value)}"
     elif op in (Op.ATOMG, Op.ATOMS):
         sp = "global" if op == Op.ATOMG else "shared"
         extra = f", {_reg(ins.c)}" if ins.mod == Atom.CAS else ""

@@ -145,3 +145,17 @@ def test_unsupported_ptx_names_instruction_and_line(name, src, args, needle) -> 
 def test_compile_error_reports_compiler_message() -> None:
     err = error_of('extern "C" __global__ void k(int* a) { a[0] = undefined_name; }', [[1]])
     assert err.kind == "compile" and "undefined_name" in err.message and "(1)" in err.message
+
+
+def test_generic_addresses_are_global_on_both_backends() -> None:
+    """clang writes atomics without a state space: both interpreters treat them as global."""
+    from qgpu.driver import load_ptx
+    from tests.ptx.helpers import isolate, sample
+
+    # ld: every thread reads out[0]; atom.add: lanes add 1 in lane order, each keeps the old value
+    for name, want in (("k_generic_ld", [5, 5, 5, 5]), ("k_generic_atom", [5, 6, 7, 8])):
+        module = load_ptx(isolate(sample("unsupported.ptx"), name))
+        for backend in ("ptx", "interp"):
+            res = module.kernel(name).launch(grid=(1, 1), block=(4, 1), args=[[5, 6, 7, 8]],
+                                             backend=backend)
+            assert res.args == [want], backend

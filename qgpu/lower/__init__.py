@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from qgpu.isa import Program
-from qgpu.lower.layout import layout, simplify_cfg
+from qgpu.lower.layout import layout, remove_dead_code, simplify_cfg
 from qgpu.lower.regalloc import allocate, insert_spill_code
 from qgpu.lower.select import select_kernel
 from qgpu.ptx.ast import Kernel, Module
@@ -13,6 +13,7 @@ def lower_kernel(kernel: Kernel, module: Module) -> Program:
     """Lower one parsed PTX kernel to a machine program (raises Unsupported/ResourceError)."""
     fn = select_kernel(kernel, module)
     simplify_cfg(fn)
+    remove_dead_code(fn)
     alloc = allocate(fn)
     insert_spill_code(fn, alloc)
     blocks = layout(fn, alloc)

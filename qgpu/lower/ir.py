@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from qgpu.isa import PRED_DEST_OPS, UNARY_OPS, Atom, Op, TermKind
+from qgpu.isa import PRED_DEST_OPS, Op, TermKind, source_registers
 
 ZERO = 0
 
@@ -33,17 +33,7 @@ class VInstr:
 
     def reg_uses(self) -> list[int]:
         """Virtual registers read (without the zero register)."""
-        op = self.op
-        if op in (Op.S2R, Op.PLOP):
-            regs: list[int] = []
-        elif op == Op.LD or op in UNARY_OPS:
-            regs = [self.a]
-        elif op == Op.ST:
-            regs = [self.a, self.b]
-        else:
-            regs = [self.a] + ([] if self.bi else [self.b])
-            if op == Op.MAD or (op in (Op.ATOMG, Op.ATOMS) and self.mod == Atom.CAS):
-                regs.append(self.c)
+        regs = list(source_registers(self.op, self.mod, self.bi, self.a, self.b, self.c))
         if self.guard is not None and self.reg_def() is not None:
             regs.append(self.d)  # a guarded write keeps the old value on other lanes
         return [r for r in regs if r != ZERO]

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from qgpu import limits
 from qgpu.errors import ResourceError
-from qgpu.isa import EXIT_RECONV, Block, Instr, Op, Term, TermKind, guard_code
+from qgpu.isa import EXIT_RECONV, Block, Instr, Op, Space, Term, TermKind, guard_code
 from qgpu.lower.ir import IRBlock, IRFunction, VInstr, VTerm
-from qgpu.lower.regalloc import Allocation, _is_reg_field
+from qgpu.lower.regalloc import Allocation, _is_reg_field, _liveness
 
 VIRTUAL_EXIT = -1
 
@@ -56,6 +56,43 @@ def simplify_cfg(fn: IRFunction) -> None:
     fn.blocks = [blocks[i] for i in order]
     for blk in fn.blocks:
         _retarget(blk.term, lambda t: index[t])
+
+
+# Instructions that may be dropped when nothing reads what they write: no memory writes, and no
+# loads or shuffles (those can fault, and NVVM already removed the dead ones it saw).
+_PURE = frozenset(Op) - {Op.ST, Op.ATOMG, Op.ATOMS, Op.SHFL}
+
+
+def _removable(ins: VInstr) -> bool:
+    return ins.op in _PURE and not (ins.op == Op.LD and ins.mod & 3 != Space.PARAM)
+
+
+def remove_dead_code(fn: IRFunction) -> None:
+    """Drop pure instructions whose results are never read (e.g. address arithmetic that an
+    indexed load made unnecessary)."""
+    changed = True
+    while changed:
+        changed = False
+        reg_out = _liveness(fn, VInstr.reg_uses, VInstr.reg_def, lambda t: [])[1]
+        pred_out = _liveness(fn, VInstr.pred_uses, VInstr.pred_def,
+                             lambda t: [t.pred] if t.kind == TermKind.BRA else [])[1]
+        for i, blk in enumerate(fn.blocks):
+            regs, preds = set(reg_out[i]), set(pred_out[i])
+            if blk.term.kind == TermKind.BRA:
+                preds.add(blk.term.pred)
+            kept: list[VInstr] = []
+            for ins in reversed(blk.instrs):
+                d, p = ins.reg_def(), ins.pred_def()
+                if _removable(ins) and (d is None or d not in regs) and \
+                        (p is None or p not in preds):
+                    changed = True
+                    continue
+                regs.discard(d)
+                preds.discard(p)
+                regs.update(ins.reg_uses())
+                preds.update(ins.pred_uses())
+                kept.append(ins)
+            blk.instrs = kept[::-1]
 
 
 def _reachable(blocks: list[IRBlock]) -> list[int]:

@@ -14,7 +14,7 @@ from enum import Enum
 
 from qgpu import limits
 from qgpu.errors import ResourceError, UnsupportedError
-from qgpu.isa import Atom, Cmp, Op, PredOp, Shfl, Space, SReg, TermKind
+from qgpu.isa import INDEX_UNSIGNED, INDEXED, Atom, Cmp, Op, PredOp, Shfl, Space, SReg, TermKind
 from qgpu.lower.ir import ZERO, IRBlock, IRFunction, VInstr, VTerm
 from qgpu.ptx.ast import Addr, Imm, Instr, Kernel, Label, Module, Pair, Reg, SpecialReg, Sym
 
@@ -77,6 +77,10 @@ class Selector:
         self.n_vpreds = 0
         self.blocks: list[IRBlock] = []
         self.labels: dict[str, int] = {}
+        self.defs: dict[str, list[Instr]] = {}
+        for ins in kernel.instructions:
+            for name in ins.dests:
+                self.defs.setdefault(name, []).append(ins)
         self.kinds = self._kinds()
         self.needs_hi = self._needs_hi()
         self.read_preds = {
@@ -160,10 +164,15 @@ class Selector:
         return Kind.ZX  # symbols: shared addresses
 
     def _def_kind(self, ins: Instr, kinds: dict[str, Kind]) -> Kind:
+        """Kind of the value a 64-bit definition produces. Only what is proven counts: 64-bit
+        sums and products of ints may really need 64 bits (long long arithmetic), so they are
+        unknown unless a pointer is involved (then they are addresses, by the address model)."""
         o, m = ins.opcode, ins.mods
         srcs = [self._operand_kind(x, kinds) for x in ins.operands[1:]]
+        known = [k for k in srcs if k is not None]
+        same = known[0] if known and all(k == known[0] for k in known) else None
         if o == "ld":
-            return Kind.ZX
+            return Kind.SX if m[-1] == "s32" else Kind.ZX
         if o in ("mov", "cvta") and srcs:
             return srcs[0] or Kind.ZX
         if o == "cvt":
@@ -173,20 +182,18 @@ class Selector:
             return Kind.SX if src_t.startswith("s") else Kind.ZX
         if o == "mul" and "wide" in m:
             return Kind.WIDE_S if m[-1].startswith("s") else Kind.WIDE_U
-        known = [k for k in srcs if k is not None]
         if o in ("add", "sub", "mad"):
             if o == "mad" and "wide" in m:
                 known = known[2:]
-            if Kind.ZX in known:
-                return Kind.ZX  # pointer arithmetic: an address
-            return Kind.SX if known and all(k == Kind.SX for k in known) else Kind.TOP
-        if o in ("mul", "neg", "abs", "min", "max", "div", "rem", "shl", "selp"):
-            ks = known[:2] if o != "shl" else known[:1]
-            if ks and all(k == ks[0] for k in ks) and ks[0] in (Kind.ZX, Kind.SX):
-                if o == "neg" or (o == "abs"):
-                    return Kind.SX if ks[0] == Kind.SX else Kind.TOP
-                return ks[0]
-            return Kind.TOP
+            return Kind.ZX if Kind.ZX in known else Kind.TOP
+        if o in ("min", "max", "selp", "and", "or", "xor") and same in (Kind.ZX, Kind.SX):
+            return same
+        if o == "not" and same == Kind.SX:
+            return Kind.SX
+        if o == "rem" and same in (Kind.ZX, Kind.SX):
+            return same
+        if o == "div" and same == Kind.ZX and m[-1].startswith("u"):
+            return Kind.ZX
         if o == "shr":
             amount = ins.operands[2]
             if isinstance(amount, Imm) and amount.value >= 32:
@@ -194,21 +201,57 @@ class Selector:
             src = known[0] if known else Kind.TOP
             if src == Kind.ZX or (src == Kind.SX and m[-1] == "s64"):
                 return src
-            return Kind.TOP
-        if o in ("and", "or", "xor", "not"):
-            return Kind.ZX if known and all(k == Kind.ZX for k in known) else Kind.TOP
         return Kind.TOP
+
+    def single_def(self, op: object) -> Instr | None:
+        """The only instruction writing register op (None if op is not such a register)."""
+        if not isinstance(op, Reg):
+            return None
+        defs = self.defs.get(op.name, [])
+        return defs[0] if len(defs) == 1 and defs[0].guard is None else None
 
     def constant(self, op: object) -> int | None:
         """The value of an immediate, or of a register whose only definition moves one in."""
         if isinstance(op, Imm):
             return op.value
-        if not isinstance(op, Reg):
+        d = self.single_def(op)
+        if d is not None and d.opcode == "mov" and isinstance(d.operands[1], Imm):
+            return d.operands[1].value
+        return None
+
+    def scaled_index(self, op: object) -> tuple[int, bool] | None:
+        """(index vreg, unsigned) when op is 4 times a widened 32-bit register."""
+        d = self.single_def(op)
+        if d is None:
             return None
-        defs = [i for i in self.kernel.instructions if op.name in i.dests]
-        if len(defs) == 1 and defs[0].opcode == "mov" and defs[0].guard is None \
-                and isinstance(defs[0].operands[1], Imm):
-            return defs[0].operands[1].value
+        if d.opcode == "mul" and "wide" in d.mods and d.mods[-1] in ("s32", "u32"):
+            x, y = d.operands[1], d.operands[2]
+            i = x if y == Imm(4) else y if x == Imm(4) else None
+            if self.single_def(i) is not None:
+                return self.vreg(i.name), d.mods[-1] == "u32"
+        if d.opcode == "shl" and d.mods[-1] == "b64" and d.operands[2] == Imm(2):
+            w = self.single_def(d.operands[1])
+            if w is not None and w.opcode == "cvt" and w.mods[-2:] in (("s64", "s32"),
+                                                                      ("u64", "u32")):
+                if self.single_def(w.operands[1]) is not None:
+                    return self.vreg(w.operands[1].name), w.mods[-1] == "u32"
+        return None
+
+    def indexed(self, addr: object) -> tuple[int, int, bool] | None:
+        """(pointer vreg, index vreg, unsigned) when a global address is pointer + 4*index of
+        single-definition registers: the machine then computes it exactly, so an index that a
+        real GPU would send outside memory faults instead of wrapping at 32 bits."""
+        if not isinstance(addr, Addr):
+            return None
+        r = self.single_def(addr.base)
+        if r is None or r.opcode != "add" or r.mods[-1] not in ("s64", "u64"):
+            return None
+        x, y = r.operands[1], r.operands[2]
+        for p, o in ((x, y), (y, x)):
+            if self.single_def(p) is not None and self.kinds.get(p.name) == Kind.ZX:
+                idx = self.scaled_index(o)
+                if idx is not None:
+                    return self.vreg(p.name), idx[0], idx[1]
         return None
 
     def _needs_hi(self) -> set[str]:
@@ -864,6 +907,12 @@ class Selector:
                 raise self.fail("parameters narrower than 32 bits (char/short) are not supported")
             self.emit(Op.LD, d, ZERO, imm=4 * self.params[addr.base.name], mod=Space.PARAM)
             return
+        fused = self.indexed(addr) if space == "global" else None
+        if fused is not None:
+            ptr, index, unsigned = fused
+            self.emit(Op.LD, d, ptr, index, imm=addr.offset,
+                      mod=Space.GLOBAL | INDEXED | (INDEX_UNSIGNED if unsigned else 0))
+            return
         base, off = self.address(addr)
         self.emit(Op.LD, d, base, imm=off,
                   mod=Space.GLOBAL if space == "global" else Space.SHARED)
@@ -873,8 +922,14 @@ class Selector:
         self.check_word(ins)
         if space == "param":
             raise self.fail("stores to parameters are not supported")
-        base, off = self.address(ins.operands[0])
         v = self.reg_in(ins.operands[1])
+        fused = self.indexed(ins.operands[0]) if space == "global" else None
+        if fused is not None:
+            ptr, index, unsigned = fused
+            self.emit(Op.ST, ZERO, ptr, index, v, imm=ins.operands[0].offset,
+                      mod=Space.GLOBAL | INDEXED | (INDEX_UNSIGNED if unsigned else 0))
+            return
+        base, off = self.address(ins.operands[0])
         self.emit(Op.ST, ZERO, base, v, imm=off,
                   mod=Space.GLOBAL if space == "global" else Space.SHARED)
 

@@ -453,7 +453,7 @@ class _Launch:
 
             return load_param
         where = self.address(addr)
-        is_global = space == "global"
+        is_global = space != "shared"  # generic addresses are global ones (see the parser)
         word = self.global_word if is_global else self.shared_word
 
         def memory() -> list[int]:

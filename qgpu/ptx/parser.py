@@ -264,12 +264,9 @@ def _check_ld_st(opcode: str, mods: tuple[str, ...], line: int, full: str) -> No
     if any(m in ("v2", "v4", "v8") for m in mods):
         raise _unsupported(line, f"`{full}` (vector {'load' if opcode == 'ld' else 'store'})",
                            "access one 32-bit element at a time")
+    # No state space = a generic address, which is a global one here: cvta to and from shared
+    # is rejected, so a shared address can never become generic.
     space = next((m for m in mods if m in ("global", "shared", "param", "local", "const")), None)
-    if space is None:
-        raise _unsupported(
-            line, f"`{full}` (generic addressing: the compiler could not tell which memory the "
-            "pointer points to)", "pass only global pointers; index __shared__ arrays directly",
-        )
     if space == "local":
         raise _unsupported(line, f"`{full}` (.local per-thread memory)",
                            "avoid per-thread arrays indexed at run time")
@@ -293,10 +290,7 @@ def _check_ld_st(opcode: str, mods: tuple[str, ...], line: int, full: str) -> No
 
 
 def _check_atom(mods: tuple[str, ...], line: int, full: str) -> None:
-    space = next((m for m in mods if m in ("global", "shared")), None)
-    if space is None:
-        raise _unsupported(line, f"`{full}` (atomic on a generic address)",
-                           "apply atomics to global pointers or __shared__ arrays")
+    space = next((m for m in mods if m in ("global", "shared")), None)  # None: generic = global
     rest = [m for m in mods if m != space and m not in _MEM_ORDER and m not in _SCOPES]
     if len(rest) != 2 or rest[0] not in _ATOM_TYPES:
         raise _unsupported(line, f"`{full}`", "atomics: add/min/max/inc/dec/exch/cas/and/or/xor")

@@ -34,8 +34,6 @@ CASES = [
     ("k_match", (), "match.any.sync", "(warp match)"),
     ("k_vec", (), "ld.global.v4.u32", "(vector load)"),
     ("k_cvta_shared", (), "cvta.shared.u64", "generic pointer to shared memory"),
-    ("k_generic_ld", (), "ld.u32 %r1", "generic addressing"),
-    ("k_generic_atom", (), "atom.add.u32 %r1", "atomic on a generic address"),
     ("k_atom64", (), "atom.global.add.u64", "64-bit atomic"),
     ("k_trap", (), "trap;", "__trap()"),
     ("k_brkpt", (), "brkpt;", "__brkpt()"),
