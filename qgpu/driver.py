@@ -65,7 +65,7 @@ def place_arguments(params: tuple[ast.Param, ...], args: list[Any]) -> Placement
     words = [0] * len(params)
     arrays: dict[int, tuple[int, int]] = {}
     next_word = limits.GLOBAL_FIRST_WORD
-    for i, (p, arg) in enumerate(zip(params, args)):
+    for i, (p, arg) in enumerate(zip(params, args, strict=False)):
         wide = ast.type_width(p.type) == 64
         if isinstance(arg, dict):
             if set(arg) != {"zeros"}:

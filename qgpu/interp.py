@@ -50,7 +50,8 @@ class TraceRecord:
     mask: int  # active lanes when the block started (bit i = lane i)
     regs: tuple[tuple[int, int, int], ...]  # (lane, register, final value) written, int32
     preds: tuple[tuple[int, int, bool], ...]  # (lane, predicate, final value) written
-    mem: tuple[tuple[str, int, int], ...]  # (space, byte address, final value); local: lane*LOCAL+addr
+    # (space, byte address, final value); a local address is lane * LOCAL_WORDS * 4 + address
+    mem: tuple[tuple[str, int, int], ...]
     next_pc: int | None  # block this warp runs next (None: warp finished)
 
 
@@ -123,8 +124,10 @@ class _Launch:
         if len(memory) != limits.GLOBAL_WORDS:
             raise UsageError(f"memory must hold {limits.GLOBAL_WORDS} words")
         if dynamic_shared < 0 or dynamic_shared % 4:
-            raise UsageError(f"dynamic shared size must be a multiple of 4 bytes, got {dynamic_shared}")
-        self.shared_bytes = max(prog.static_shared_bytes, prog.dynamic_shared_offset + dynamic_shared)
+            raise UsageError(
+                f"dynamic shared size must be a multiple of 4 bytes, got {dynamic_shared}")
+        self.shared_bytes = max(prog.static_shared_bytes,
+                                prog.dynamic_shared_offset + dynamic_shared)
         if self.shared_bytes > limits.SHARED_WORDS * limits.WORD_BYTES:
             raise ResourceError(
                 f"{prog.name} needs {self.shared_bytes} bytes of shared memory per block; the "
@@ -155,7 +158,8 @@ class _Launch:
             raise LaunchError(f"misaligned global address {addr} at {self._where(w, lane, ins)}")
         word = addr // 4
         if 0 <= word < limits.GLOBAL_FIRST_WORD:
-            raise LaunchError(f"null pointer access (address {addr}) at {self._where(w, lane, ins)}")
+            raise LaunchError(
+                f"null pointer access (address {addr}) at {self._where(w, lane, ins)}")
         if not 0 <= word < limits.GLOBAL_WORDS:
             raise LaunchError(
                 f"global address {addr} is outside memory ({limits.GLOBAL_WORDS * 4} bytes) at "
@@ -293,7 +297,7 @@ class _Launch:
         else:
             results = [alu(op, R[ln][ins.a], _operand_b(ins, R[ln]), R[ln][ins.c]) for ln in lanes]
         if ins.d:
-            for ln, v in zip(lanes, results):
+            for ln, v in zip(lanes, results, strict=False):
                 R[ln][ins.d] = v & MASK32
                 regs_w[(ln, ins.d)] = v & MASK32
 
@@ -351,15 +355,15 @@ class _Launch:
             addrs = [(R[ln][ins.a] + ins.imm) & MASK32 for ln in lanes]
         if space == Space.GLOBAL:
             store, name = self.mem, "global"
-            idx = [self._global_word(a, w, ln, ins) for a, ln in zip(addrs, lanes)]
+            idx = [self._global_word(a, w, ln, ins) for a, ln in zip(addrs, lanes, strict=False)]
         elif space == Space.SHARED:
             store, name = self.shared, "shared"
             idx = [self._window("shared", a, self.shared_bytes, w, ln, ins)
-                   for a, ln in zip(addrs, lanes)]
+                   for a, ln in zip(addrs, lanes, strict=False)]
         else:
             store, name = None, "local"
             idx = [self._window("local", a, limits.LOCAL_WORDS * 4, w, ln, ins)
-                   for a, ln in zip(addrs, lanes)]
+                   for a, ln in zip(addrs, lanes, strict=False)]
 
         def cell_get(ln: int, i: int) -> int:
             return w.local[ln][i] if store is None else store[i]
@@ -373,20 +377,20 @@ class _Launch:
                 mem_w[(name, i * 4)] = v
 
         if op == Op.LD:
-            results = [cell_get(ln, i) for ln, i in zip(lanes, idx)]
+            results = [cell_get(ln, i) for ln, i in zip(lanes, idx, strict=False)]
         elif op == Op.ST:
             values = [R[ln][ins.c if ins.mod & INDEXED else ins.b] for ln in lanes]
-            for ln, i, v in zip(lanes, idx, values):
+            for ln, i, v in zip(lanes, idx, values, strict=False):
                 cell_set(ln, i, v)
             return
         else:
             results = []
-            for ln, i in zip(lanes, idx):
+            for ln, i in zip(lanes, idx, strict=False):
                 old = cell_get(ln, i)
                 cell_set(ln, i, atomic(ins.mod, old, R[ln][ins.b], R[ln][ins.c]))
                 results.append(old)
         if ins.d:
-            for ln, v in zip(lanes, results):
+            for ln, v in zip(lanes, results, strict=False):
                 R[ln][ins.d] = v
                 regs_w[(ln, ins.d)] = v
 

@@ -48,7 +48,8 @@ class Op(IntEnum):
     S2R = 25  # d = special register mod
     LD = 26  # d = space mod [a + imm]
     ST = 27  # space mod [a + imm] = b
-    ATOMG = 28  # d = old global [a + imm]; global [a + imm] = old <mod op> b (CAS: old == b ? c : old)
+    # d = old global [a + imm]; global [a + imm] = old <mod op> b (CAS: old == b ? c : old)
+    ATOMG = 28
     ATOMS = 29  # same on shared memory
     SHFL = 30  # d = a of the lane chosen by mode mod, B and the packed shape c
 
@@ -269,8 +270,11 @@ class Program:
 # --- binary encoding ------------------------------------------------------------------------
 # Instruction word (63 bits): imm:32 | bi:1 | c:4 | b:4 | a:4 | d:4 | guard:4 | mod:4 | op:6
 _FIELDS = (("op", 6), ("mod", 4), ("guard", 4), ("d", 4), ("a", 4), ("b", 4), ("c", 4), ("bi", 1))
-# Terminator word (26 bits): reconv:7 | other:6 | target:6 | negated:1 | pred:2 | kind:2 (+2 spare)
-_TERM_FIELDS = (("kind", 2), ("pred", 2), ("negated", 1), ("target", 6), ("other", 6), ("reconv", 7))
+# Terminator word (27 bits): reconv:8 | other:7 | target:7 | negated:1 | pred:2 | kind:2
+_TERM_FIELDS = (
+    ("kind", 2), ("pred", 2), ("negated", 1), ("target", 7), ("other", 7), ("reconv", 8),
+)
+_EXIT_CODE = 255  # reconv field value of EXIT_RECONV
 
 
 def encode_instr(ins: Instr) -> int:
@@ -298,10 +302,10 @@ def decode_instr(word: int) -> Instr:
 
 
 def encode_term(t: Term) -> int:
-    """Pack a terminator; reconv EXIT_RECONV is stored as 127."""
+    """Pack a terminator; reconv EXIT_RECONV is stored as 255."""
     vals = {
         "kind": int(t.kind), "pred": t.pred, "negated": int(t.negated), "target": t.target,
-        "other": t.other, "reconv": 127 if t.reconv == EXIT_RECONV else t.reconv,
+        "other": t.other, "reconv": _EXIT_CODE if t.reconv == EXIT_RECONV else t.reconv,
     }
     word, shift = 0, 0
     for name, width in _TERM_FIELDS:
@@ -317,7 +321,7 @@ def decode_term(word: int) -> Term:
     for name, width in _TERM_FIELDS:
         vals[name] = (word >> shift) & ((1 << width) - 1)
         shift += width
-    reconv = EXIT_RECONV if vals["reconv"] == 127 else vals["reconv"]
+    reconv = EXIT_RECONV if vals["reconv"] == _EXIT_CODE else vals["reconv"]
     return Term(TermKind(vals["kind"]), vals["target"], vals["other"], reconv, vals["pred"],
                 bool(vals["negated"]))
 
@@ -349,7 +353,8 @@ def format_instr(ins: Instr) -> str:
         space = Space(ins.mod & 3).name.lower()
         addr = f"{_reg(ins.a)}+{ins.imm}"
         if ins.mod & INDEXED:
-            addr = f"{_reg(ins.a)}+{'u' if ins.mod & INDEX_UNSIGNED else ''}{_reg(ins.b)}*4+{ins.imm}"
+            unsigned = "u" if ins.mod & INDEX_UNSIGNED else ""
+            addr = f"{_reg(ins.a)}+{unsigned}{_reg(ins.b)}*4+{ins.imm}"
         if op == Op.LD:
             text = f"ld.{space} r{ins.d}, [{addr}]"
         else:

@@ -72,7 +72,7 @@ def test_too_many_live_values_is_a_resource_error() -> None:
 
 
 def test_rom_overflow_is_a_resource_error() -> None:
-    body = "".join(f"x = x * {3 + i} + (x >> {i % 7 + 1});" for i in range(200))
+    body = "".join(f"x = x * {3 + i} + (x >> {i % 7 + 1});" for i in range(400))
     src = f'extern "C" __global__ void big(int* out) {{ int x = out[threadIdx.x]; {body} ' \
           "out[threadIdx.x] = x; }"
     err = error_of(src, [[1, 2, 3, 4]])
@@ -129,10 +129,14 @@ extern "C" __global__ void k(long long* a) { a[threadIdx.x] += 1; }
 extern "C" __global__ void k(float* a) { a[threadIdx.x] *= 2.5f; }
 """, [[1, 2, 3, 4]], "float"),
     ("wide shuffle", """
-extern "C" __global__ void k(int* a) { a[threadIdx.x] = __shfl_down_sync(0xffffffff, a[threadIdx.x], 1); }
+extern "C" __global__ void k(int* a) {
+    a[threadIdx.x] = __shfl_down_sync(0xffffffff, a[threadIdx.x], 1);
+}
 """, [[1, 2, 3, 4]], "width 4"),
     ("vote", """
-extern "C" __global__ void k(int* a) { a[threadIdx.x] = __ballot_sync(0xffffffff, a[threadIdx.x] > 2); }
+extern "C" __global__ void k(int* a) {
+    a[threadIdx.x] = __ballot_sync(0xffffffff, a[threadIdx.x] > 2);
+}
 """, [[1, 2, 3, 4]], "vote"),
 ])
 def test_unsupported_ptx_names_instruction_and_line(name, src, args, needle) -> None:

@@ -98,7 +98,8 @@ def _scan(iv: dict[int, list[int]], k: int, hints: dict[int, int]) -> tuple[dict
         free = [r for r in range(k) if r not in used]
         if free:
             hint = hints.get(v)
-            pick = assigned.get(hint) if hint in assigned and assigned.get(hint) in free else free[0]
+            preferred = assigned.get(hint) if hint is not None else None
+            pick = preferred if preferred in free else free[0]
             assigned[v] = pick
             active.append(v)
             continue

@@ -5,7 +5,8 @@ shl, and/or/xor, truncation) are computed exactly on their low 32 bits. Every 64
 a static *kind* (zero-extended, sign-extended, a wide product, or unknown) from all of its
 definitions; non-ring 64-bit operations (shr, ordered compares, div) are lowered only when the
 kinds make the 32-bit form exact, and rejected otherwise. 16-bit registers hold their value
-zero-extended. Division and remainder become a shift-subtract loop over the dividend's significant bits.
+zero-extended. Division and remainder become a shift-subtract loop over the dividend's significant
+bits.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ MASK32 = 0xFFFFFFFF
 class Kind(Enum):
     """What the high half of a 64-bit register is, given its low half (lo)."""
 
-    ZX = "zero-extended"  # hi = 0: pointers, addresses, u32 widened
+    PTR = "address"  # hi = 0 by the address model: pointers and pointer arithmetic
+    ZX = "zero-extended"  # hi = 0: widened unsigned values
     SX = "sign-extended"  # hi = sign(lo): widened ints (C's no-overflow rule keeps them so)
     WIDE_S = "signed 64-bit product"
     WIDE_U = "unsigned 64-bit product"
@@ -50,6 +52,11 @@ SREGS = {("%tid", "x"): SReg.TID_X, ("%tid", "y"): SReg.TID_Y, ("%ntid", "x"): S
 Z_CONSTANTS = {"%tid": 0, "%ntid": 1, "%ctaid": 0, "%nctaid": 1}
 TYPES = ("pred", "b8", "s8", "u8", "b16", "s16", "u16", "b32", "s32", "u32", "b64", "s64", "u64")
 NO_OPS = ("membar", "fence")
+# 64-bit operations whose result depends on the operands' high halves.
+NON_RING = frozenset({"setp", "min", "max", "shr", "div", "rem", "abs"})
+# 64-bit definitions that pair arithmetic can compute both halves of.
+RING_64 = frozenset({"mov", "cvta", "add", "sub", "mul", "and", "or", "xor", "not", "neg",
+                     "selp", "shl", "shr", "min", "max", "cvt", "ld"})
 MEM_SPACES = ("global", "shared", "param", "local", "const", "tex", "surf")
 CACHE_MODS = ("ca", "cg", "cs", "lu", "cv", "nc", "volatile", "relaxed", "acquire", "release",
               "gpu", "cta", "sys", "weak", "wb", "wt", "uni", "sync", "aligned")
@@ -82,7 +89,7 @@ class Selector:
             for name in ins.dests:
                 self.defs.setdefault(name, []).append(ins)
         self.kinds = self._kinds()
-        self.needs_hi = self._needs_hi()
+        self.pairs = self._demand_hi()
         self.read_preds = {
             op.name for item in kernel.body if isinstance(item, Instr)
             for i, op in enumerate(item.operands) if isinstance(op, Reg) and i > 0
@@ -161,7 +168,7 @@ class Selector:
             if self.width(op.name) == 64:
                 return kinds.get(op.name)
             return Kind.ZX
-        return Kind.ZX  # symbols: shared addresses
+        return Kind.PTR  # symbols: shared addresses
 
     def _def_kind(self, ins: Instr, kinds: dict[str, Kind]) -> Kind:
         """Kind of the value a 64-bit definition produces. Only what is proven counts: 64-bit
@@ -172,6 +179,8 @@ class Selector:
         known = [k for k in srcs if k is not None]
         same = known[0] if known and all(k == known[0] for k in known) else None
         if o == "ld":
+            if "param" in m:
+                return Kind.PTR  # a pointer, or a scalar the host keeps below 2^31
             return Kind.SX if m[-1] == "s32" else Kind.ZX
         if o in ("mov", "cvta") and srcs:
             return srcs[0] or Kind.ZX
@@ -185,7 +194,9 @@ class Selector:
         if o in ("add", "sub", "mad"):
             if o == "mad" and "wide" in m:
                 known = known[2:]
-            return Kind.ZX if Kind.ZX in known else Kind.TOP
+            return Kind.PTR if Kind.PTR in known else Kind.TOP
+        if o in ("min", "max", "selp") and same == Kind.PTR:
+            return Kind.PTR
         if o in ("min", "max", "selp", "and", "or", "xor") and same in (Kind.ZX, Kind.SX):
             return same
         if o == "not" and same == Kind.SX:
@@ -199,7 +210,9 @@ class Selector:
             if isinstance(amount, Imm) and amount.value >= 32:
                 return Kind.SX if m[-1] == "s64" else Kind.ZX
             src = known[0] if known else Kind.TOP
-            if src == Kind.ZX or (src == Kind.SX and m[-1] == "s64"):
+            if src in (Kind.PTR, Kind.ZX):
+                return Kind.ZX
+            if src == Kind.SX and m[-1] == "s64":
                 return src
         return Kind.TOP
 
@@ -248,21 +261,61 @@ class Selector:
             return None
         x, y = r.operands[1], r.operands[2]
         for p, o in ((x, y), (y, x)):
-            if self.single_def(p) is not None and self.kinds.get(p.name) == Kind.ZX:
+            if self.single_def(p) is not None and self.kinds.get(p.name) == Kind.PTR:
                 idx = self.scaled_index(o)
                 if idx is not None:
                     return self.vreg(p.name), idx[0], idx[1]
         return None
 
-    def _needs_hi(self) -> set[str]:
-        """64-bit wide products whose high half some shr reads."""
-        out = set()
-        for ins in self.kernel.body:
-            if isinstance(ins, Instr) and ins.opcode == "shr" and type_bits(ins.mods[-1]) == 64:
-                src = ins.operands[1]
-                if isinstance(src, Reg) and self.kinds.get(src.name) in (Kind.WIDE_S, Kind.WIDE_U):
-                    out.add(src.name)
-        return out
+    def proven(self, op: object) -> bool:
+        """True when op's high half follows from its low half (zero- or sign-extended)."""
+        return isinstance(op, Imm) or self.kind(op) in (Kind.PTR, Kind.ZX, Kind.SX)
+
+    def _demand_hi(self) -> set[str]:
+        """64-bit registers whose high half must be computed: operands of non-ring operations
+        that are not provably zero/sign-extended, and the 64-bit sources they are made from."""
+        def wide_regs(ops: tuple) -> list[str]:
+            return [o.name for o in ops if isinstance(o, Reg) and o.name in self.reg_types
+                    and self.width(o.name) == 64 and not self.proven(o)]
+
+        demanded: set[str] = set()
+        for ins in self.kernel.instructions:
+            if ins.opcode in NON_RING and ins.mods and type_bits(ins.mods[-1]) == 64:
+                srcs = ins.operands[1:3]
+                if ins.opcode in ("setp", "min", "max") and self.common_kind(*srcs):
+                    continue
+                if ins.opcode == "shr":
+                    srcs = srcs[:1]
+                demanded.update(wide_regs(srcs))
+        changed = True
+        while changed:
+            changed = False
+            for ins in self.kernel.instructions:
+                if any(d in demanded for d in ins.dests) and ins.opcode in RING_64:
+                    new = set(wide_regs(ins.operands[1:])) - demanded
+                    if new:
+                        demanded |= new
+                        changed = True
+        return demanded
+
+    def common_kind(self, x: object, y: object) -> Kind | None:
+        """ZX or SX when both operands provably have it (small non-negative immediates fit
+        both), so a 64-bit comparison of them is exact on their low halves."""
+        kinds = []
+        for op in (x, y):
+            if isinstance(op, Imm) and 0 <= op.value < 1 << 31:
+                continue
+            k = self._operand_kind(op, self.kinds)
+            kinds.append(Kind.ZX if k == Kind.PTR else k)
+        if not kinds:
+            return Kind.ZX
+        return kinds[0] if all(k == kinds[0] for k in kinds) and kinds[0] in (Kind.ZX, Kind.SX) \
+            else None
+
+    def narrow_table(self, kind: Kind, signed: bool) -> dict[str, Cmp]:
+        """Comparison table for low halves of two values of one proven kind: zero-extended
+        values are non-negative, so they always compare unsigned."""
+        return SIGNED_CMP if signed and kind == Kind.SX else UNSIGNED_CMP
 
     # --- emission helpers -----------------------------------------------------------------
     def emit(self, op: Op, d: int = ZERO, a: int = ZERO, b: int = ZERO, c: int = ZERO,
@@ -423,8 +476,11 @@ class Selector:
         self.switch(nxt)
 
     # --- the instruction families -------------------------------------------------------------
-    def select_plain(self, ins: Instr) -> None:
+    def select_plain(self, ins: Instr, pairs: bool = True) -> None:
         o, m = ins.opcode, ins.mods
+        if pairs and any(d in self.pairs for d in ins.dests):
+            self.pair_def(ins)
+            return
         handler = getattr(self, f"op_{o}", None)
         if handler is None:
             raise self.fail(f"the PTX instruction `{o}` is not supported by the machine")
@@ -458,20 +514,149 @@ class Selector:
             raise self.fail(f"taking the address of `{src.name}` is not supported")
         r, imm, bi = self.b_operand(src, type_bits(ins.mods[-1]))
         self.emit(Op.ADD, d, ZERO, r, imm=imm, bi=bi)
-        self.copy_hi(dst, src)
 
-    def copy_hi(self, dst: object, src: object) -> None:
-        if isinstance(dst, Reg) and dst.name in self.needs_hi:
-            if isinstance(src, Reg) and src.name in self.hi:
-                self.emit(Op.ADD, self.hi_reg(dst.name), self.hi[src.name])
+    # --- 64-bit pairs: (low, high) halves of registers whose high half matters ---------------
+    def pair_of(self, op: object) -> tuple[int, int]:
+        """(low vreg, high vreg) of a 64-bit operand."""
+        if isinstance(op, Imm):
+            v = op.value & ((1 << 64) - 1)
+            return self.reg_in(Imm(_s32(v))), self.reg_in(Imm(_s32(v >> 32)))
+        if not isinstance(op, Reg):
+            raise self.fail("unsupported 64-bit operand")
+        lo = self.vreg(op.name)
+        if op.name in self.pairs:
+            if op.name not in self.hi:
+                self.hi[op.name] = self.new_vreg()
+            return lo, self.hi[op.name]
+        kind = self.kind(op)
+        if kind in (Kind.PTR, Kind.ZX):
+            return lo, ZERO
+        if kind == Kind.SX:
+            hi = self.new_vreg()
+            self.emit(Op.SRA, hi, lo, imm=31, bi=True)
+            return lo, hi
+        raise self.fail("the high half of this 64-bit value is not known")
+
+    def tmp(self, op: Op, a: int = ZERO, b: int = ZERO, *, imm: int | None = None,
+            c: int = ZERO, mod: int = 0) -> int:
+        t = self.new_vreg()
+        self.emit(op, t, a, b, c, imm=imm or 0, bi=imm is not None, mod=mod)
+        return t
+
+    def pred_tmp(self, cmp: Cmp, a: int, b: int = ZERO, imm: int | None = None) -> int:
+        p = self.new_vpred()
+        self.emit(Op.SETP, p, a, b, imm=imm or 0, bi=imm is not None, mod=cmp)
+        return p
+
+    def compare64(self, name: str, signed: bool, x: object, y: object) -> int:
+        """A predicate holding the 64-bit comparison x <name> y."""
+        (alo, ahi), (blo, bhi) = self.pair_of(x), self.pair_of(y)
+        hi_eq = self.pred_tmp(Cmp.EQ, ahi, bhi)
+        if name in ("eq", "ne"):
+            lo_eq = self.pred_tmp(Cmp.EQ, alo, blo)
+            p = self.new_vpred()
+            mod = PredOp.AND if name == "eq" else PredOp.OR | 4 | 8
+            self.emit(Op.PLOP, p, hi_eq, lo_eq, mod=mod)
+            return p
+        strict = {"lt": "lt", "le": "lt", "gt": "gt", "ge": "gt", "lo": "lt", "ls": "lt",
+                  "hi": "gt", "hs": "gt"}[name]
+        table = SIGNED_CMP if signed else UNSIGNED_CMP
+        hi_cmp = self.pred_tmp(table[strict], ahi, bhi)
+        lo_cmp = self.pred_tmp(UNSIGNED_CMP[name], alo, blo)
+        both = self.new_vpred()
+        self.emit(Op.PLOP, both, hi_eq, lo_cmp, mod=PredOp.AND)
+        p = self.new_vpred()
+        self.emit(Op.PLOP, p, hi_cmp, both, mod=PredOp.OR)
+        return p
+
+    def pair_def(self, ins: Instr) -> None:
+        """Define both halves of a 64-bit register whose high half is read later."""
+        o, m, ops = ins.opcode, ins.mods, ins.operands
+        dst = ops[0]
+        t = m[-1] if m else ""
+        if o == "ld" or (o == "cvt" and type_bits(t) < 64) or (o == "mul" and "wide" in m):
+            self.select_plain(ins, pairs=False)  # the low half, from 32-bit sources
+            lo = self.vreg(dst.name)
+            signed = t.startswith("s") if o != "cvt" else m[-1].startswith("s")
+            if o == "mul":
+                a = self.reg_in(ops[1], type_bits(t), signed)
+                b, imm, bi = self.b_operand(ops[2], type_bits(t), signed)
+                hi = self.new_vreg()
+                self.emit(Op.MULHI if signed else Op.MULHIU, hi, a, b, imm=imm, bi=bi)
             else:
-                raise self.fail("64-bit value whose high half is needed comes from an "
-                                "unsupported definition")
+                hi = self.tmp(Op.SRA, lo, imm=31) if signed else ZERO
+            self.emit(Op.ADD, self.pair_of(dst)[1], hi)
+            return
+        if o not in RING_64 or (o == "mul" and "lo" not in m) or o == "cvt" and type_bits(t) != 64:
+            raise self.fail(f"64-bit `{o}` whose high half is needed later is not supported")
+        if o in ("mov", "cvta", "cvt"):
+            lo, hi = self.pair_of(ops[1])
+        elif o in ("add", "sub"):
+            (alo, ahi), (blo, bhi) = self.pair_of(ops[1]), self.pair_of(ops[2])
+            op = Op.ADD if o == "add" else Op.SUB
+            lo = self.tmp(op, alo, blo)
+            carry = self.pred_tmp(Cmp.LO, lo, alo) if o == "add" else \
+                self.pred_tmp(Cmp.LO, alo, blo)
+            hi = self.tmp(op, ahi, bhi)
+            self.emit(op, hi, hi, imm=1, bi=True).guard = (carry, False)
+        elif o == "mul":
+            (alo, ahi), (blo, bhi) = self.pair_of(ops[1]), self.pair_of(ops[2])
+            lo = self.tmp(Op.MUL, alo, blo)
+            hi = self.tmp(Op.MULHIU, alo, blo)
+            self.emit(Op.MAD, hi, alo, bhi, hi)
+            self.emit(Op.MAD, hi, ahi, blo, hi)
+        elif o in ("and", "or", "xor"):
+            (alo, ahi), (blo, bhi) = self.pair_of(ops[1]), self.pair_of(ops[2])
+            op = BINARY[o]
+            lo, hi = self.tmp(op, alo, blo), self.tmp(op, ahi, bhi)
+        elif o == "not":
+            alo, ahi = self.pair_of(ops[1])
+            lo, hi = self.tmp(Op.NOT, alo), self.tmp(Op.NOT, ahi)
+        elif o == "neg":
+            alo, ahi = self.pair_of(ops[1])
+            lo, hi = self.tmp(Op.NEG, alo), self.tmp(Op.NOT, ahi)
+            zero = self.pred_tmp(Cmp.EQ, alo, imm=0)
+            self.emit(Op.ADD, hi, hi, imm=1, bi=True).guard = (zero, False)
+        elif o == "selp":
+            (alo, ahi), (blo, bhi) = self.pair_of(ops[1]), self.pair_of(ops[2])
+            p = self.vpred(ops[3].name)
+            lo, hi = self.tmp(Op.SEL, alo, blo, c=p), self.tmp(Op.SEL, ahi, bhi, c=p)
+        elif o in ("min", "max"):
+            signed = t.startswith("s")
+            take_a = self.compare64("lt" if o == "min" else "gt", signed, ops[1], ops[2])
+            (alo, ahi), (blo, bhi) = self.pair_of(ops[1]), self.pair_of(ops[2])
+            lo = self.tmp(Op.SEL, alo, blo, c=take_a)
+            hi = self.tmp(Op.SEL, ahi, bhi, c=take_a)
+        else:  # shl / shr by a constant
+            k = self.constant(ops[2])
+            if k is None:
+                raise self.fail("64-bit shift by a variable amount whose result's high half is "
+                                "needed is not supported")
+            alo, ahi = self.pair_of(ops[1])
+            lo, hi = self.shift64(o, t.startswith("s"), alo, ahi, k & 0xFFFFFFFF)
+        dlo, dhi = self.pair_of(dst)
+        self.emit(Op.ADD, dlo, lo)
+        self.emit(Op.ADD, dhi, hi)
 
-    def hi_reg(self, name: str) -> int:
-        if name not in self.hi:
-            self.hi[name] = self.new_vreg()
-        return self.hi[name]
+    def shift64(self, o: str, arith: bool, lo: int, hi: int, k: int) -> tuple[int, int]:
+        """Both halves of a 64-bit constant shift (amounts >= 64 clamp, as in PTX)."""
+        k = min(k, 64)
+        if o == "shl":
+            if k >= 32:
+                return ZERO, self.tmp(Op.SHL, lo, imm=k - 32) if k < 64 else ZERO
+            if k == 0:
+                return lo, hi
+            new_hi = self.tmp(Op.OR, self.tmp(Op.SHL, hi, imm=k), self.tmp(Op.SHR, lo, imm=32 - k))
+            return self.tmp(Op.SHL, lo, imm=k), new_hi
+        fill = self.tmp(Op.SRA, hi, imm=31) if arith else ZERO
+        if k >= 32:
+            if k == 64:
+                return fill, fill
+            return self.tmp(Op.SRA if arith else Op.SHR, hi, imm=k - 32), fill
+        if k == 0:
+            return lo, hi
+        new_lo = self.tmp(Op.OR, self.tmp(Op.SHR, lo, imm=k), self.tmp(Op.SHL, hi, imm=32 - k))
+        return new_lo, self.tmp(Op.SRA if arith else Op.SHR, hi, imm=k)
 
     def arith(self, ins: Instr, op: Op) -> None:
         t = ins.mods[-1]
@@ -567,9 +752,14 @@ class Selector:
         bits = type_bits(t)
         signed = t.startswith("s")
         if bits == 64:
-            need = Kind.SX if signed else Kind.ZX
-            if any(self.kind(x) != need for x in ins.operands[1:3]):
-                raise self.fail(f"64-bit {ins.opcode} needs {need.value} operands")
+            kind = self.common_kind(*ins.operands[1:3])
+            if kind is None:  # full 64-bit comparison; only the low half is kept
+                take_a = self.compare64("lt" if signed_op == Op.MIN else "gt", signed,
+                                        *ins.operands[1:3])
+                (alo, _), (blo, _) = (self.pair_of(x) for x in ins.operands[1:3])
+                self.emit(Op.SEL, self.dest(ins.operands[0]), alo, blo, c=take_a)
+                return
+            signed = signed and kind == Kind.SX
         d = self.dest(ins.operands[0])
         a = self.reg_in(ins.operands[1], min(bits, 32), signed)
         b, imm, bi = self.b_operand(ins.operands[2], min(bits, 32), signed)
@@ -588,9 +778,6 @@ class Selector:
             a = self.reg_in(ins.operands[1], bits, signed)
             b, imm, bi = self.b_operand(ins.operands[2], bits, signed)
             self.emit(Op.MUL, d, a, b, imm=imm, bi=bi)
-            if bits == 32 and dst.name in self.needs_hi:
-                self.emit(Op.MULHI if signed else Op.MULHIU, self.hi_reg(dst.name), a, b,
-                          imm=imm, bi=bi)
             return
         if "hi" in m:
             if bits == 64:
@@ -626,8 +813,6 @@ class Selector:
             self.emit(Op.ADD, d, tmp, c, imm=cimm, bi=cbi)
             return
         src_bits = bits if "wide" in m else min(bits, 32)
-        if "wide" in m and ins.operands[0].name in self.needs_hi:
-            raise self.fail("the high half of mad.wide is not supported")
         a = self.reg_in(ins.operands[1], src_bits, signed)
         b, imm, bi = self.b_operand(ins.operands[2], src_bits, signed)
         c = self.reg_in(ins.operands[3])
@@ -659,39 +844,18 @@ class Selector:
             self.emit(Op.SRA if arith else Op.SHR, d, a, b, imm=imm, bi=bi)
             self.narrow(d, bits)
             return
-        kind = self.kind(src)
-        lo = self.reg_in(src)
+        kind = Kind.ZX if self.kind(src) == Kind.PTR else self.kind(src)
         if kind == Kind.ZX or (kind == Kind.SX and arith):
             b, imm, bi = self.b_operand(amt)
-            self.emit(Op.SRA if arith else Op.SHR, d, lo, b, imm=imm, bi=bi)
+            self.emit(Op.SHR if kind == Kind.ZX else Op.SRA, d, self.reg_in(src), b, imm=imm,
+                      bi=bi)
             return
-        if not isinstance(amt, Imm):
-            raise self.fail(f"64-bit shift of a {kind.value if kind else 'unknown'} value by a "
-                            f"variable amount is not supported")
-        k = amt.value
-        if kind == Kind.SX:
-            hi = self.new_vreg()
-            self.emit(Op.SRA, hi, lo, imm=31, bi=True)
-        elif kind in (Kind.WIDE_S, Kind.WIDE_U) and src.name in self.hi:
-            hi = self.hi[src.name]
-        else:
-            raise self.fail("64-bit shift right of a value whose high half is unknown")
-        if k >= 64:
-            k = 63 if arith else 64
-        if k >= 32:
-            if k == 64:
-                self.emit(Op.ADD, d, ZERO, imm=0, bi=True)
-            else:
-                self.emit(Op.SRA if arith else Op.SHR, d, hi, imm=k - 32, bi=True)
-            return
-        if k == 0:
-            self.emit(Op.ADD, d, lo)
-            return
-        t1 = self.new_vreg()
-        self.emit(Op.SHR, t1, lo, imm=k, bi=True)
-        t2 = self.new_vreg()
-        self.emit(Op.SHL, t2, hi, imm=32 - k, bi=True)
-        self.emit(Op.OR, d, t1, t2)
+        k = self.constant(amt)
+        if k is None:
+            raise self.fail("64-bit shift of a value with an unknown high half by a variable "
+                            "amount is not supported")
+        lo, _ = self.shift64("shr", arith, *self.pair_of(src), k & MASK32)
+        self.emit(Op.ADD, d, lo)
 
     def op_shf(self, ins: Instr) -> None:
         m = ins.mods
@@ -793,22 +957,22 @@ class Selector:
         p_name, q_name = (dst.first.name, dst.second.name) if isinstance(dst, Pair) else \
             (dst.name, None)
         x, y = ins.operands[1], ins.operands[2]
+        res = None
         if bits == 64:
-            kx, ky = self.kind(x), self.kind(y)
-            if cmp_name in ("eq", "ne"):
-                ok = kx == ky and kx in (Kind.ZX, Kind.SX)
+            kind = self.common_kind(x, y)
+            if kind is None:
+                res = self.compare64(cmp_name, signed, x, y)
             else:
-                ok = kx == ky and kx == (Kind.SX if signed else Kind.ZX) or \
-                    (kx == ky == Kind.ZX and signed)
-            if not ok:
-                raise self.fail(f"64-bit comparison of a {kx.value if kx else 'unknown'} and a "
-                                f"{ky.value if ky else 'unknown'} value cannot be done exactly "
-                                f"in 32 bits")
-        a = self.reg_in(x, min(bits, 32), signed)
-        b, imm, bi = self.b_operand(y, min(bits, 32), signed)
+                table = self.narrow_table(kind, signed)
+        if res is None:
+            a = self.reg_in(x, min(bits, 32), signed)
+            b, imm, bi = self.b_operand(y, min(bits, 32), signed)
         p = self.vpred(p_name)
         if boolop is None:
-            self.emit(Op.SETP, p, a, b, imm=imm, bi=bi, mod=table[cmp_name])
+            if res is None:
+                self.emit(Op.SETP, p, a, b, imm=imm, bi=bi, mod=table[cmp_name])
+            else:
+                self.emit(Op.PLOP, p, res, res, mod=PredOp.AND)
             if q_name is not None:
                 q = self.vpred(q_name)
                 self.emit(Op.PLOP, q, p, p, mod=PredOp.AND | 4 | 8)
@@ -817,11 +981,12 @@ class Selector:
         negated = getattr(c_op, "negated", False)
         c = self.vpred(c_op.name)
         bop = {"and": PredOp.AND, "or": PredOp.OR, "xor": PredOp.XOR}[boolop]
-        tmp = self.new_vpred()
-        self.emit(Op.SETP, tmp, a, b, imm=imm, bi=bi, mod=table[cmp_name])
-        self.emit(Op.PLOP, p, tmp, c, mod=bop | (8 if negated else 0))
+        if res is None:
+            res = self.new_vpred()
+            self.emit(Op.SETP, res, a, b, imm=imm, bi=bi, mod=table[cmp_name])
+        self.emit(Op.PLOP, p, res, c, mod=bop | (8 if negated else 0))
         if q_name is not None:
-            self.emit(Op.PLOP, self.vpred(q_name), tmp, c, mod=bop | 4 | (8 if negated else 0))
+            self.emit(Op.PLOP, self.vpred(q_name), res, c, mod=bop | 4 | (8 if negated else 0))
 
     def op_selp(self, ins: Instr) -> None:
         bits = type_bits(ins.mods[-1])
@@ -994,9 +1159,11 @@ class Selector:
         bits = type_bits(t)
         signed = t.startswith("s")
         if bits == 64:
-            need = Kind.SX if signed else Kind.ZX
-            if any(self.kind(x) != need for x in ins.operands[1:3]):
-                raise self.fail(f"64-bit division needs {need.value} operands")
+            kind = self.common_kind(*ins.operands[1:3])
+            if kind is None or (kind == Kind.SX and not signed):
+                raise self.fail("64-bit division is supported only for two sign-extended ints "
+                                "(signed) or two zero-extended values")
+            signed = kind == Kind.SX
         d = self.dest(ins.operands[0])
         x = self.reg_in(ins.operands[1], min(bits, 32), signed)
         y = self.reg_in(ins.operands[2], min(bits, 32), signed)
