@@ -1,0 +1,102 @@
+"""Weight-free evaluation of a circuit graph: the reference semantics a compiled model must match.
+
+Tokens are processed in order; within a token, rule groups and memory banks run in dependency
+order. Memory banks persist across tokens; a read sees a write of the same token (GDN reads after
+it writes). The evaluator also checks each node's exactness condition (one-hot addresses, valid
+words, 0/1 dims) and raises on a violation, naming the node.
+"""
+
+from __future__ import annotations
+
+from graphlib import TopologicalSorter
+
+from qgpu.compiler.graph import Graph
+
+Values = dict[str, list[int]]
+
+
+class CircuitError(ValueError):
+    """A node's exactness condition does not hold for some token."""
+
+
+def node_order(g: Graph) -> list[tuple[str, str]]:
+    """Rule groups ("rules", name) and banks ("bank", name) in dependency order."""
+    producer: dict[str, tuple[str, str]] = {}
+    for name, outs in g.rule_outputs.items():
+        for f in outs:
+            producer[f] = ("rules", name)
+    for r in g.reads:
+        producer[r.out] = ("bank", r.bank)
+    deps: dict[tuple[str, str], set[tuple[str, str]]] = {}
+    for name, ins in g.rule_inputs.items():
+        deps[("rules", name)] = {producer[f] for f in ins if f in producer}
+    for b in g.banks:
+        ins = {w.addr for w in g.writes if w.bank == b} | {w.value for w in g.writes if w.bank == b}
+        ins |= {r.addr for r in g.reads if r.bank == b}
+        deps[("bank", b)] = {producer[f] for f in ins if f in producer}
+    return list(TopologicalSorter(deps).static_order())
+
+
+class Evaluator:
+    """Runs a graph token by token, keeping the memory banks."""
+
+    def __init__(self, g: Graph) -> None:
+        self.g = g
+        self.order = node_order(g)
+        self.memory: dict[str, dict[int, list[int]]] = {b: {} for b in g.banks}
+
+    def step(self, token: Values) -> Values:
+        """Evaluate one token given its input features; returns every feature's value."""
+        g = self.g
+        vals: Values = {n: [0] * f.size for n, f in g.features.items()}
+        for name, v in token.items():
+            if not g.features[name].token_input:
+                raise CircuitError(f"{name} is not a token input")
+            vals[name] = list(v)
+        for kind, name in self.order:
+            if kind == "rules":
+                self._rules(name, vals)
+            else:
+                self._bank(name, vals)
+        return vals
+
+    def _rules(self, name: str, vals: Values) -> None:
+        deltas: list[tuple[tuple[str, int], int]] = []
+        for rule in self.g.rules[name]:
+            for (f, i), _ in rule.literals:
+                if vals[f][i] not in (0, 1):
+                    raise CircuitError(f"rule group {name}: {f}[{i}] = {vals[f][i]} is not 0/1")
+            if all(vals[f][i] == want for (f, i), want in rule.literals):
+                deltas += rule.deltas
+        for (f, i), d in deltas:
+            vals[f][i] += d
+
+    def _hot(self, feature: str, vals: Values, where: str) -> int | None:
+        hot = [i for i, v in enumerate(vals[feature]) if v]
+        if len(hot) > 1 or any(v not in (0, 1) for v in vals[feature]):
+            raise CircuitError(f"{where}: address {feature} is not one-hot: {vals[feature]}")
+        return hot[0] if hot else None
+
+    def _bank(self, name: str, vals: Values) -> None:
+        mem = self.memory[name]
+        for w in self.g.writes:
+            if w.bank != name:
+                continue
+            row = self._hot(w.addr, vals, f"write to {name}")
+            if row is None:
+                continue
+            word = vals[w.value]
+            if any(sum(word[4 * k:4 * k + 4]) != 1 for k in range(32)) or \
+                    any(v not in (0, 1) for v in word):
+                raise CircuitError(f"write to {name}: {w.value} is not a valid word")
+            mem[row] = list(word)
+        for r in self.g.reads:
+            if r.bank == name:
+                row = self._hot(r.addr, vals, f"read from {name}")
+                vals[r.out] = list(mem.get(row, [0] * 128)) if row is not None else [0] * 128
+
+
+def evaluate(g: Graph, tokens: list[Values]) -> list[Values]:
+    """Evaluate a whole token sequence from empty memory."""
+    ev = Evaluator(g)
+    return [ev.step(t) for t in tokens]

@@ -1,0 +1,66 @@
+"""The numerics contract that makes compiled Qwen3.5 layers exact in float32 and bfloat16.
+
+Every constant here was chosen so that stock ``transformers`` arithmetic produces exact values:
+
+* **Anchor.** Circuit dim 0 of every circuit token holds ``A = sqrt(D) * 2**ANCHOR_EXP`` with
+  ``D = d_base + K`` a perfect square. Its energy ``D * 4**ANCHOR_EXP`` swallows every other dim
+  in the float32 sum of squares (their total stays below half an ulp of it), so every RMSNorm of a
+  circuit token divides by exactly ``2**ANCHOR_EXP``: the normalised residual is the residual
+  scaled by a power of two. Norm weights on circuit dims are 0 (scale 1); projection weights carry
+  the ``2**ANCHOR_EXP`` back.
+* **Unit.** Circuit dim 1 holds 1: the bias channel (Qwen3.5 linears have no biases).
+* **Rules** (MLP neurons) fire with pre-activation ``GATE_ON`` (silu is the identity there, in
+  float32 and bfloat16) and each unmet literal subtracts ``GATE_STEP``, which lands at or below
+  -96 where silu is exactly 0. All values are small dyadics: exact in bfloat16.
+* **Memory** (GDN heads): one-hot keys/queries of magnitude ``KEY_SCALE`` normalise to exactly 1;
+  stored entries are 0 or ``VALUE_SCALE`` (SiLU passes both unchanged); beta is exactly 1; decay
+  exactly 0. A stored word is 32 base-4 digits, one hot dim in each group of 4, so a 128-dim row
+  always has 32 non-zero entries and its per-head RMSNorm maps them to exactly 2 (up to float32
+  rounding of the query scale 1/sqrt(128), removed by the carrier below).
+* **Carrier.** Dims that receive memory reads hold ``CARRIER`` in every circuit token; the read
+  adds 0 or 1 (times 1 +- a few float32 ulps), and the addition rounds back onto the exact grid.
+"""
+
+from __future__ import annotations
+
+import math
+
+ANCHOR_EXP = 16
+SCALE = 2.0**ANCHOR_EXP  # normalised circuit value = residual value / SCALE
+GATE_ON = 32.0
+GATE_STEP = 128.0
+KEY_SCALE = 1024.0
+VALUE_SCALE = 32.0
+BETA_LOGIT = 32.0  # sigmoid(32) == 1 in float32 and bfloat16
+A_LOG = -200.0  # exp(-200) == 0: no decay
+Z_GATE = 32.0  # silu(32) == 32
+READ_NORM = 2.0  # a normalised stored entry
+CARRIER = 16.0
+ROW_DIGITS = 32  # base-4 digits per stored word (128 dims)
+SILU_ZERO = -96.0  # the highest pre-activation of a neuron that must not fire
+
+ANCHOR_DIM = 0
+UNIT_DIM = 1
+RESERVED_DIMS = 2
+
+
+def pad_k(d_base: int, k_min: int) -> int:
+    """The smallest K >= k_min with d_base + K a perfect square."""
+    root = math.isqrt(d_base + k_min)
+    if root * root < d_base + k_min:
+        root += 1
+    return root * root - d_base
+
+
+def anchor_value(hidden: int) -> float:
+    """The anchor dim's value for a merged hidden size that is a perfect square."""
+    root = math.isqrt(hidden)
+    if root * root != hidden:
+        raise ValueError(f"hidden size {hidden} is not a perfect square")
+    return root * SCALE
+
+
+def energy_budget(hidden: int) -> float:
+    """Total squared magnitude the other dims may hold without disturbing the norm scale."""
+    a2 = anchor_value(hidden) ** 2
+    return 2.0 ** (math.floor(math.log2(a2)) - 24)

@@ -1,0 +1,224 @@
+"""Scheduling a circuit graph into Qwen3.5 decoder layers and emitting their weights.
+
+Each layer is a GDN sublayer (memory banks, one head each) followed by an MLP sublayer (rules,
+one neuron each). A node goes into the earliest sublayer of its kind that comes after every
+feature it reads and still has room (heads, neurons). Every feature gets its own residual dims
+after the anchor and unit dims; read outputs sit on carrier dims. The allocation map says what
+every layer, head, neuron and residual dim does.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import torch
+
+from qgpu.compiler import numerics as nx
+from qgpu.compiler.evaluate import node_order
+from qgpu.compiler.graph import Graph
+
+
+@dataclass(frozen=True)
+class LayerShape:
+    """The per-layer sizes of the target model (global in a Qwen3.5 config)."""
+
+    gdn_heads: int = 16
+    head_dim: int = 128
+    intermediate: int = 6144
+
+    @classmethod
+    def from_config(cls, cfg: dict) -> LayerShape:
+        if cfg.get("linear_num_key_heads") != cfg.get("linear_num_value_heads"):
+            raise ValueError("circuits need as many GDN key heads as value heads")
+        return cls(cfg["linear_num_value_heads"], cfg["linear_value_head_dim"],
+                   cfg["intermediate_size"])
+
+
+@dataclass
+class Schedule:
+    graph: Graph
+    shape: LayerShape
+    layers: int
+    dims: dict[str, int]  # feature -> first residual dim (circuit-local)
+    k_used: int  # residual dims the circuit needs (before padding)
+    heads: dict[str, tuple[int, int]]  # bank -> (layer, head)
+    neurons: dict[str, tuple[int, int]]  # rule group -> (layer, first neuron)
+    carriers: list[int] = field(default_factory=list)  # dims that hold CARRIER
+
+    def dim(self, feature: str, i: int) -> int:
+        return self.dims[feature] + i
+
+    def allocation_map(self) -> dict:
+        """What every layer, head, neuron range and residual dim does (JSON-ready)."""
+        g = self.graph
+        residual = [{"dims": [0, 0], "what": "anchor"}, {"dims": [1, 1], "what": "unit (bias)"}]
+        for name, start in sorted(self.dims.items(), key=lambda kv: kv[1]):
+            f = g.features[name]
+            residual.append({"dims": [start, start + f.size - 1], "what": name, "code": f.code,
+                             "carrier": start in self.carriers})
+        layers = []
+        for layer in range(self.layers):
+            layers.append({
+                "layer": layer,
+                "gdn_heads": {f"head {h}": f"bank {b} ({g.banks[b].rows} rows)"
+                              for b, (L, h) in self.heads.items() if L == layer},
+                "mlp_neurons": {f"{n0}..{n0 + len(g.rules[r]) - 1}": f"rules {r}"
+                                for r, (L, n0) in self.neurons.items() if L == layer},
+            })
+        return {"layers": layers, "residual": residual, "k_used": self.k_used}
+
+    def table(self) -> str:
+        """The allocation map as a readable table."""
+        m = self.allocation_map()
+        lines = [f"{self.layers} layers, {self.k_used} residual dims"]
+        for layer in m["layers"]:
+            lines.append(f"layer {layer['layer']}:")
+            lines += [f"  GDN {k}: {v}" for k, v in layer["gdn_heads"].items()]
+            lines += [f"  MLP neurons {k}: {v}" for k, v in layer["mlp_neurons"].items()]
+        lines.append("residual:")
+        lines += [f"  {r['dims'][0]:>5}..{r['dims'][1]:<5} {r['what']}" for r in m["residual"]]
+        return "\n".join(lines)
+
+
+def schedule(g: Graph, shape: LayerShape) -> Schedule:
+    """Place every node as early as its inputs and the layer sizes allow."""
+    ready: dict[str, int] = {n: -1 for n, f in g.features.items() if f.token_input}
+    heads_used: dict[int, int] = {}
+    neurons_used: dict[int, int] = {}
+    heads: dict[str, tuple[int, int]] = {}
+    neurons: dict[str, tuple[int, int]] = {}
+    for kind, name in node_order(g):
+        if kind == "rules":
+            ins, outs, size = g.rule_inputs[name], g.rule_outputs[name], len(g.rules[name])
+            if size > shape.intermediate:
+                raise ValueError(f"rule group {name} has {size} neurons > {shape.intermediate}")
+            s = max([ready[f] for f in ins] + [-1]) + 1
+            s += (s % 2 == 0)  # MLP sublayers are odd
+            while neurons_used.get(s // 2, 0) + size > shape.intermediate:
+                s += 2
+            neurons[name] = (s // 2, neurons_used.get(s // 2, 0))
+            neurons_used[s // 2] = neurons_used.get(s // 2, 0) + size
+        else:
+            writes = sum(w.bank == name for w in g.writes)
+            if writes > 1 or sum(r.bank == name for r in g.reads) > 1:
+                raise ValueError(f"bank {name}: one write and one read per token at most")
+            ins = {w.addr for w in g.writes if w.bank == name} | \
+                {w.value for w in g.writes if w.bank == name} | \
+                {r.addr for r in g.reads if r.bank == name}
+            outs = {r.out for r in g.reads if r.bank == name}
+            s = max([ready[f] for f in ins] + [-1]) + 1
+            s += (s % 2 == 1)  # GDN sublayers are even
+            while heads_used.get(s // 2, 0) >= shape.gdn_heads:
+                s += 2
+            heads[name] = (s // 2, heads_used.get(s // 2, 0))
+            heads_used[s // 2] = heads_used.get(s // 2, 0) + 1
+        for f in outs:
+            ready[f] = s
+    for name in g.features:
+        if name not in ready:
+            raise ValueError(f"feature {name} is never written")
+    dims, carriers, k = {}, [], nx.RESERVED_DIMS
+    read_outs = {r.out for r in g.reads}
+    for name, f in g.features.items():
+        dims[name] = k
+        if name in read_outs:
+            carriers += range(k, k + f.size)
+        k += f.size
+    layers = max((s for s in ready.values()), default=-1) // 2 + 1
+    return Schedule(g, shape, max(layers, 1), dims, k, heads, neurons, carriers)
+
+
+def emit(sched: Schedule, k_dims: int) -> list[dict[str, torch.Tensor]]:
+    """float32 tensors of every circuit layer, hidden axes circuit-local (size k_dims)."""
+    g, shape = sched.graph, sched.shape
+    H, dh, inter = shape.gdn_heads, shape.head_dim, shape.intermediate
+    if k_dims < sched.k_used:
+        raise ValueError(f"k_dims {k_dims} < {sched.k_used} needed")
+    carriers = set(sched.carriers)
+    out = []
+    for layer in range(sched.layers):
+        t = {
+            "linear_attn.in_proj_qkv.weight": torch.zeros(3 * H * dh, k_dims),
+            "linear_attn.in_proj_z.weight": torch.zeros(H * dh, k_dims),
+            "linear_attn.in_proj_b.weight": torch.zeros(H, k_dims),
+            "linear_attn.in_proj_a.weight": torch.zeros(H, k_dims),
+            "linear_attn.conv1d.weight": torch.zeros(3 * H * dh, 1, 4),
+            "linear_attn.dt_bias": torch.zeros(H),
+            "linear_attn.A_log": torch.full((H,), nx.A_LOG),
+            "linear_attn.norm.weight": torch.ones(dh),
+            "linear_attn.out_proj.weight": torch.zeros(k_dims, H * dh),
+            "mlp.gate_proj.weight": torch.zeros(inter, k_dims),
+            "mlp.up_proj.weight": torch.zeros(inter, k_dims),
+            "mlp.down_proj.weight": torch.zeros(k_dims, inter),
+            "input_layernorm.weight": torch.zeros(k_dims),
+            "post_attention_layernorm.weight": torch.zeros(k_dims),
+        }
+        t["linear_attn.conv1d.weight"][:, 0, 3] = 1.0
+        qkv, z = t["linear_attn.in_proj_qkv.weight"], t["linear_attn.in_proj_z.weight"]
+        for bank, (L, h) in sched.heads.items():
+            if L != layer:
+                continue
+            t["linear_attn.in_proj_b.weight"][h, nx.UNIT_DIM] = nx.BETA_LOGIT * nx.SCALE
+            for w in (w for w in g.writes if w.bank == bank):
+                for r in range(g.banks[bank].rows):
+                    qkv[H * dh + h * dh + r, sched.dim(w.addr, r)] = nx.KEY_SCALE * nx.SCALE
+                for j in range(dh):
+                    qkv[2 * H * dh + h * dh + j, sched.dim(w.value, j)] = nx.VALUE_SCALE * nx.SCALE
+            for rd in (r for r in g.reads if r.bank == bank):
+                for r in range(g.banks[bank].rows):
+                    qkv[h * dh + r, sched.dim(rd.addr, r)] = nx.KEY_SCALE * nx.SCALE
+                z[h * dh:(h + 1) * dh, nx.UNIT_DIM] = nx.Z_GATE * nx.SCALE
+                for j in range(dh):
+                    t["linear_attn.out_proj.weight"][sched.dim(rd.out, j), h * dh + j] = \
+                        1.0 / (nx.READ_NORM * nx.Z_GATE)
+        gate, up, down = t["mlp.gate_proj.weight"], t["mlp.up_proj.weight"], \
+            t["mlp.down_proj.weight"]
+        for name, (L, n0) in sched.neurons.items():
+            if L != layer:
+                continue
+            for j, rule in enumerate(g.rules[name], start=n0):
+                bias = nx.GATE_ON
+                for (f, i), want in rule.literals:
+                    d = sched.dim(f, i)
+                    sign = 1.0 if want else -1.0
+                    gate[j, d] += sign * nx.GATE_STEP * nx.SCALE
+                    if want:
+                        bias -= nx.GATE_STEP
+                    if d in carriers:
+                        bias -= sign * nx.GATE_STEP * nx.CARRIER
+                gate[j, nx.UNIT_DIM] += bias * nx.SCALE
+                up[j, nx.UNIT_DIM] = nx.SCALE
+                for (f, i), delta in rule.deltas:
+                    down[sched.dim(f, i), j] += delta / nx.GATE_ON
+        out.append(t)
+    return out
+
+
+def embed(sched: Schedule, k_dims: int, hidden: int, token: dict[str, list[int]]) \
+        -> torch.Tensor:
+    """The circuit-local embedding row of a token with the given input features."""
+    row = torch.zeros(k_dims)
+    row[nx.ANCHOR_DIM] = nx.anchor_value(hidden)
+    row[nx.UNIT_DIM] = 1.0
+    for d in sched.carriers:
+        row[d] = nx.CARRIER
+    for name, values in token.items():
+        for i, v in enumerate(values):
+            row[sched.dim(name, i)] += v
+    return row
+
+
+def decode(sched: Schedule, residual: torch.Tensor) -> dict[str, list[float]]:
+    """Feature values read back from a circuit-local residual vector (carriers removed)."""
+    carriers = set(sched.carriers)
+    out = {}
+    for name, f in sched.graph.features.items():
+        start = sched.dims[name]
+        out[name] = [float(residual[start + i]) - (nx.CARRIER if start + i in carriers else 0.0)
+                     for i in range(f.size)]
+    return out
+
+
+def dump_map(sched: Schedule) -> str:
+    return json.dumps(sched.allocation_map(), indent=1)
