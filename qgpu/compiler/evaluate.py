@@ -86,14 +86,16 @@ class Evaluator:
             if row is None:
                 continue
             word = vals[w.value]
-            if any(sum(word[4 * k:4 * k + 4]) != 1 for k in range(32)) or \
+            if any(sum(word[4 * k:4 * k + 4]) != 1 for k in range(len(word) // 4)) or \
                     any(v not in (0, 1) for v in word):
                 raise CircuitError(f"write to {name}: {w.value} is not a valid word")
-            mem[row] = list(word)
+            mem[row] = word + [1, 0, 0, 0] * (32 - len(word) // 4)  # missing digits are 0
         for r in self.g.reads:
             if r.bank == name:
                 row = self._hot(r.addr, vals, f"read from {name}")
-                vals[r.out] = list(mem.get(row, [0] * 128)) if row is not None else [0] * 128
+                size = self.g.features[r.out].size
+                stored = mem.get(row) if row is not None else None
+                vals[r.out] = stored[:size] if stored is not None else [0] * size
 
 
 def evaluate(g: Graph, tokens: list[Values]) -> list[Values]:

@@ -2,8 +2,9 @@
 
 A *feature* is a named group of residual dims, each holding 0 or 1 (plus a constant offset for
 memory-read outputs). Its *code* says which patterns are legal: ``onehot`` (at most one dim set),
-``bits`` (any pattern) or ``word`` (a stored memory word: 32 groups of 4 dims with exactly one set
-per group). Token features arrive with the token's embedding; every other feature is written by
+``bits`` (any pattern) or ``word`` (a stored memory word: up to 32 base-4 digits, a group of 4 dims
+with exactly one set per digit; a memory row always holds 32 digits, the ones a feature does not
+carry are 0). Token features arrive with the token's embedding; every other feature is written by
 exactly one node:
 
 * ``Rule`` — one MLP neuron: it fires when all its literals (dim = 0 / dim = 1) hold and then adds
@@ -31,6 +32,7 @@ class Feature:
     size: int
     code: Code = "bits"
     token_input: bool = False  # set by the embedding rather than by a node
+    accumulate: bool = False  # a token input that rules may also add to (the output selection)
 
     def dim(self, i: int) -> tuple[str, int]:
         if not 0 <= i < self.size:
@@ -89,13 +91,13 @@ class Graph:
     rule_inputs: dict[str, set[str]] = field(default_factory=dict)
     rule_outputs: dict[str, set[str]] = field(default_factory=dict)
 
-    def feature(self, name: str, size: int, code: Code = "bits", *, token_input: bool = False) \
-            -> Feature:
+    def feature(self, name: str, size: int, code: Code = "bits", *, token_input: bool = False,
+                accumulate: bool = False) -> Feature:
         if name in self.features:
             raise ValueError(f"feature {name} already exists")
-        if code == "word" and size != 4 * numerics.ROW_DIGITS:
-            raise ValueError("a word feature has 128 dims")
-        f = Feature(name, size, code, token_input)
+        if code == "word" and not (size % 4 == 0 and 0 < size <= 4 * numerics.ROW_DIGITS):
+            raise ValueError("a word feature has 4 dims per base-4 digit, at most 32 digits")
+        f = Feature(name, size, code, token_input, accumulate)
         self.features[name] = f
         return f
 
@@ -109,7 +111,10 @@ class Graph:
             if f not in self.features:
                 raise ValueError(f"rule group {name} uses unknown feature {f}")
         for f in outs:
-            if self.features[f].token_input or any(f in o for o in self.rule_outputs.values()) \
+            feat = self.features[f]
+            if feat.accumulate:
+                continue
+            if feat.token_input or any(f in o for o in self.rule_outputs.values()) \
                     or any(r.out == f for r in self.reads):
                 raise ValueError(f"feature {f} already has a writer")
         self.rules[name] = rules
@@ -166,11 +171,11 @@ def copy_bits(g: Graph, name: str, src: str, dst: str, when: Dim | None = None) 
     g.rule_group(name, rules)
 
 
-def word_digits(value: int) -> list[int]:
-    """A 64-bit value as 32 base-4 digits, least significant first."""
-    return [(value >> (2 * i)) & 3 for i in range(numerics.ROW_DIGITS)]
+def word_digits(value: int, digits: int = numerics.ROW_DIGITS) -> list[int]:
+    """A value as base-4 digits, least significant first."""
+    return [(value >> (2 * i)) & 3 for i in range(digits)]
 
 
-def word_dims(value: int) -> list[int]:
-    """The hot dims of the word code of a 64-bit value."""
-    return [4 * i + d for i, d in enumerate(word_digits(value))]
+def word_dims(value: int, digits: int = numerics.ROW_DIGITS) -> list[int]:
+    """The hot dims of the word code of a value."""
+    return [4 * i + d for i, d in enumerate(word_digits(value, digits))]

@@ -8,7 +8,10 @@ Every constant here was chosen so that stock ``transformers`` arithmetic produce
   circuit token divides by exactly ``2**ANCHOR_EXP``: the normalised residual is the residual
   scaled by a power of two. Norm weights on circuit dims are 0 (scale 1); projection weights carry
   the ``2**ANCHOR_EXP`` back.
-* **Unit.** Circuit dim 1 holds 1: the bias channel (Qwen3.5 linears have no biases).
+* **Unit.** Circuit dims 1 and 2 hold 1: the bias channels (Qwen3.5 linears have no biases).
+  A rule's bias is split between them (``GATE_ON`` on dim 2, the literal and carrier terms, all
+  multiples of ``GATE_STEP``, on dim 1) so that each weight is exact in bfloat16; emission checks
+  every weight.
 * **Rules** (MLP neurons) fire with pre-activation ``GATE_ON`` (silu is the identity there, in
   float32 and bfloat16) and each unmet literal subtracts ``GATE_STEP``, which lands at or below
   -96 where silu is exactly 0. All values are small dyadics: exact in bfloat16.
@@ -41,7 +44,8 @@ SILU_ZERO = -96.0  # the highest pre-activation of a neuron that must not fire
 
 ANCHOR_DIM = 0
 UNIT_DIM = 1
-RESERVED_DIMS = 2
+ON_DIM = 2  # also 1: carries GATE_ON, so the unit dim's bias weights stay multiples of 128
+RESERVED_DIMS = 3
 
 
 def pad_k(d_base: int, k_min: int) -> int:

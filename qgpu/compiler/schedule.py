@@ -52,7 +52,8 @@ class Schedule:
     def allocation_map(self) -> dict:
         """What every layer, head, neuron range and residual dim does (JSON-ready)."""
         g = self.graph
-        residual = [{"dims": [0, 0], "what": "anchor"}, {"dims": [1, 1], "what": "unit (bias)"}]
+        residual = [{"dims": [0, 0], "what": "anchor"}, {"dims": [1, 1], "what": "unit (bias)"},
+                    {"dims": [2, 2], "what": "on (gate bias)"}]
         for name, start in sorted(self.dims.items(), key=lambda kv: kv[1]):
             f = g.features[name]
             residual.append({"dims": [start, start + f.size - 1], "what": name, "code": f.code,
@@ -163,13 +164,16 @@ def emit(sched: Schedule, k_dims: int) -> list[dict[str, torch.Tensor]]:
             for w in (w for w in g.writes if w.bank == bank):
                 for r in range(g.banks[bank].rows):
                     qkv[H * dh + h * dh + r, sched.dim(w.addr, r)] = nx.KEY_SCALE * nx.SCALE
-                for j in range(dh):
+                width = g.features[w.value].size
+                for j in range(width):
                     qkv[2 * H * dh + h * dh + j, sched.dim(w.value, j)] = nx.VALUE_SCALE * nx.SCALE
+                for j in range(width, dh, 4):  # digits the feature does not carry store 0
+                    qkv[2 * H * dh + h * dh + j, nx.UNIT_DIM] = nx.VALUE_SCALE * nx.SCALE
             for rd in (r for r in g.reads if r.bank == bank):
                 for r in range(g.banks[bank].rows):
                     qkv[h * dh + r, sched.dim(rd.addr, r)] = nx.KEY_SCALE * nx.SCALE
                 z[h * dh:(h + 1) * dh, nx.UNIT_DIM] = nx.Z_GATE * nx.SCALE
-                for j in range(dh):
+                for j in range(g.features[rd.out].size):
                     t["linear_attn.out_proj.weight"][sched.dim(rd.out, j), h * dh + j] = \
                         1.0 / (nx.READ_NORM * nx.Z_GATE)
         gate, up, down = t["mlp.gate_proj.weight"], t["mlp.up_proj.weight"], \
@@ -178,7 +182,7 @@ def emit(sched: Schedule, k_dims: int) -> list[dict[str, torch.Tensor]]:
             if L != layer:
                 continue
             for j, rule in enumerate(g.rules[name], start=n0):
-                bias = nx.GATE_ON
+                bias = 0.0
                 for (f, i), want in rule.literals:
                     d = sched.dim(f, i)
                     sign = 1.0 if want else -1.0
@@ -188,9 +192,13 @@ def emit(sched: Schedule, k_dims: int) -> list[dict[str, torch.Tensor]]:
                     if d in carriers:
                         bias -= sign * nx.GATE_STEP * nx.CARRIER
                 gate[j, nx.UNIT_DIM] += bias * nx.SCALE
+                gate[j, nx.ON_DIM] += nx.GATE_ON * nx.SCALE
                 up[j, nx.UNIT_DIM] = nx.SCALE
                 for (f, i), delta in rule.deltas:
                     down[sched.dim(f, i), j] += delta / nx.GATE_ON
+        for name, tensor in t.items():
+            if not torch.equal(tensor.to(torch.bfloat16).float(), tensor):
+                raise ValueError(f"layer {layer} {name}: a weight is not exact in bfloat16")
         out.append(t)
     return out
 
@@ -201,6 +209,7 @@ def embed(sched: Schedule, k_dims: int, hidden: int, token: dict[str, list[int]]
     row = torch.zeros(k_dims)
     row[nx.ANCHOR_DIM] = nx.anchor_value(hidden)
     row[nx.UNIT_DIM] = 1.0
+    row[nx.ON_DIM] = 1.0
     for d in sched.carriers:
         row[d] = nx.CARRIER
     for name, values in token.items():

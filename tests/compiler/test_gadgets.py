@@ -127,4 +127,21 @@ def test_scheduler_packs_by_dependency_and_capacity() -> None:
     assert sched.neurons["second"][0] == 1 and sched.layers == 2
     small = schedule(g, LayerShape(16, 128, 1))  # one neuron per layer
     assert small.layers == 3
-    assert "rules second" in sched.table() and sched.allocation_map()["k_used"] == 7
+    assert "rules second" in sched.table() and sched.allocation_map()["k_used"] == 8
+
+
+@pytest.mark.parametrize("dtype,step", MODES)
+def test_narrow_words_store_missing_digits_as_zero(dtype: str, step: bool) -> None:
+    g = Graph()
+    g.feature("waddr", 4, "onehot", token_input=True)
+    g.feature("wval", 8, "word", token_input=True)  # two digits: values 0..15
+    g.feature("raddr", 4, "onehot", token_input=True)
+    g.feature("r", 8, "word")
+    g.bank("m", 4)
+    g.write("m", "waddr", "wval")
+    g.read("m", "raddr", "r")
+    tokens = []
+    for v in range(16):
+        tokens.append({"waddr": onehot(4, v % 4), "wval": word(v)[:8],
+                       "raddr": onehot(4, 3 - v % 4)})
+    assert_exact(g, tokens, dtype, step)
