@@ -1,8 +1,10 @@
-"""``python -m qgpu``: run kernels, show their PTX and machine code, run the kernel suite.
+"""``python -m qgpu``: run kernels, show their PTX and machine code, run the kernel suite, build
+the merged model.
 
 The ``run --json`` output is a contract used by later stages and outside checks: exactly one JSON
 object on stdout, ``{"kernel", "backend", "args", "stats"}``, or on any error exit status 2 and
-``{"error": {"kind", "message"}}``.
+``{"error": {"kind", "message"}}``. ``build --json`` prints ``{"base", "merged", "stages"}`` the
+same way (stage progress goes to stderr).
 """
 
 from __future__ import annotations
@@ -58,6 +60,14 @@ def _build_parser() -> _Parser:
     suite = sub.add_parser("suite", help="run the kernel suite on both interpreters")
     suite.add_argument("--seeds", type=int, default=3)
     suite.add_argument("names", nargs="*", help="only these kernels")
+    build = sub.add_parser("build", help="build the merged model (cached stages)")
+    build.add_argument("--base", required=True, help="tiny, a Hub model id, or a checkpoint dir")
+    build.add_argument("--revision", help="Hub revision (branch, tag or commit)")
+    build.add_argument("--circuit", default="null", help="registered circuit name")
+    build.add_argument("--out", required=True, help="writes OUT/base and OUT/merged")
+    build.add_argument("--dtype", default="bfloat16", choices=("bfloat16", "float32"))
+    build.add_argument("--cache-dir", help="stage cache (default $QGPU_CACHE_DIR or build/cache)")
+    build.add_argument("--json", action="store_true", help="print one JSON object")
     return parser
 
 
@@ -88,6 +98,16 @@ def _print_run(out: dict[str, Any]) -> None:
     print("  " + ", ".join(f"{k}={v}" for k, v in out["stats"].items()))
 
 
+def _build(ns: argparse.Namespace) -> dict[str, Any]:
+    from qgpu.build import build
+
+    result = build(
+        ns.base, Path(ns.out), circuit=ns.circuit, dtype=ns.dtype, revision=ns.revision,
+        cache_dir=Path(ns.cache_dir) if ns.cache_dir else None,
+    )
+    return {"base": str(result.base), "merged": str(result.merged), "stages": result.stages}
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     want_json = "--json" in argv
@@ -103,6 +123,12 @@ def main(argv: list[str] | None = None) -> int:
             print(_load(ns.file, ns.compiler).ptx)
         elif ns.command == "asm":
             print(format_program(_load(ns.file, ns.compiler).kernel(ns.kernel).program))
+        elif ns.command == "build":
+            out = _build(ns)
+            if ns.json:
+                print(json.dumps(out))
+            else:
+                print(f"base:   {out['base']}\nmerged: {out['merged']}")
         else:
             from qgpu.suite import print_suite_report
 

@@ -253,7 +253,8 @@ class DemoCircuit:
         return CircuitWeights(
             k_dims=self.k_dims, layers=emit(self.sched, self.k_dims), token_names=names,
             token_embeddings=embeds, final_norm=final,
-            metadata={"circuit": "demo", "allocation": self.sched.allocation_map()},
+            metadata={"circuit": "demo", "allocation": self.sched.allocation_map(),
+                      "banks": {b: list(lh) for b, lh in self.sched.heads.items()}},
         )
 
 
@@ -264,3 +265,38 @@ def compile_demo(base_config: dict) -> DemoCircuit:
     d_base = base_config["hidden_size"]
     k = nx.pad_k(d_base, sched.k_used)
     return DemoCircuit(sched, k, d_base + k)
+
+
+def read_registers(cache, banks: dict[str, list[int]]) -> list[int]:
+    """Register values read from a register bank's recurrent state (host side: decoding only).
+
+    Row r of the head's state is the stored word of register r: 0 or VALUE_SCALE in each dim,
+    one set dim per digit group; anything else means the model's memory is not exact."""
+    layer, head = banks["regs_d"]
+    state = cache.get_recurrent_state(layer)[0, head]
+    regs = []
+    for r in range(REGS):
+        row = state[r, :4 * VAL_DIGITS].tolist()
+        value = 0
+        for k in range(VAL_DIGITS):
+            group = row[4 * k:4 * k + 4]
+            hot = [d for d, v in enumerate(group) if v == nx.VALUE_SCALE]
+            if len(hot) != 1 or any(v not in (0.0, nx.VALUE_SCALE) for v in group):
+                raise ValueError(f"register r{r}: memory row is not an exact word: {row}")
+            value |= hot[0] << (2 * k)
+        regs.append(value)
+    return regs
+
+
+def run(model, tokenizer, banks: dict[str, list[int]], program: list[Ins], max_steps: int = 64) \
+        -> tuple[list[str], list[int]]:
+    """Run a program on a merged model with plain greedy ``generate``: returns the generated
+    token names and the registers read from the model's state."""
+    ids = tokenizer.convert_tokens_to_ids(prompt(program))
+    input_ids = torch.tensor([ids])
+    halt = tokenizer.convert_tokens_to_ids(HALT_NAME)
+    out = model.generate(input_ids, attention_mask=torch.ones_like(input_ids), do_sample=False,
+                         max_new_tokens=max_steps, eos_token_id=halt, pad_token_id=halt,
+                         return_dict_in_generate=True)
+    generated = tokenizer.convert_ids_to_tokens(out.sequences[0, len(ids):].tolist())
+    return generated, read_registers(out.past_key_values, banks)
