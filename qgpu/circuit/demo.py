@@ -248,8 +248,7 @@ class DemoCircuit:
         embeds = torch.stack([embed(self.sched, self.k_dims, self.hidden, table[n])
                               for n in names])
         final = torch.full((self.k_dims,), -1.0)  # everything but the selection is silenced
-        start = self.sched.dims["out"]
-        final[start:start + HALT_INDEX + 1] = nx.SCALE  # (1 + w) undoes the norm's 2**-16
+        final[self.sched.dims["out"]] = nx.SCALE  # (1 + w) undoes the norm's 2**-16
         return CircuitWeights(
             k_dims=self.k_dims, layers=emit(self.sched, self.k_dims), token_names=names,
             token_embeddings=embeds, final_norm=final,

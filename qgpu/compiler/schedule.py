@@ -16,7 +16,7 @@ import torch
 
 from qgpu.compiler import numerics as nx
 from qgpu.compiler.evaluate import node_order
-from qgpu.compiler.graph import Graph
+from qgpu.compiler.graph import Graph, Rule
 
 
 @dataclass(frozen=True)
@@ -40,32 +40,48 @@ class Schedule:
     graph: Graph
     shape: LayerShape
     layers: int
-    dims: dict[str, int]  # feature -> first residual dim (circuit-local)
+    dims: dict[str, list[int]]  # feature -> its residual dims (circuit-local)
     k_used: int  # residual dims the circuit needs (before padding)
     heads: dict[str, tuple[int, int]]  # bank -> (layer, head)
     neurons: dict[str, tuple[int, int]]  # rule group -> (layer, first neuron)
     carriers: list[int] = field(default_factory=list)  # dims that hold CARRIER
+    clears: dict[str, tuple[int, int]] = field(default_factory=dict)  # feature -> (layer, neuron)
 
     def dim(self, feature: str, i: int) -> int:
-        return self.dims[feature] + i
+        return self.dims[feature][i]
+
+    def live(self, feature: str) -> bool:
+        """Whether the feature still holds its value after the last layer."""
+        return feature not in self.clears
+
+    def clear_rules(self, feature: str) -> list[Rule]:
+        """The rules that subtract a dead feature from its dims (one neuron per dim)."""
+        f = self.graph.features[feature]
+        return [Rule((((feature, i), 1),), (((feature, i), -1),), f"clear {feature}[{i}]")
+                for i in range(f.size)]
 
     def allocation_map(self) -> dict:
         """What every layer, head, neuron range and residual dim does (JSON-ready)."""
         g = self.graph
         residual = [{"dims": [0, 0], "what": "anchor"}, {"dims": [1, 1], "what": "unit (bias)"},
                     {"dims": [2, 2], "what": "on (gate bias)"}]
-        for name, start in sorted(self.dims.items(), key=lambda kv: kv[1]):
+        for name, ds in sorted(self.dims.items(), key=lambda kv: kv[1][0]):
             f = g.features[name]
-            residual.append({"dims": [start, start + f.size - 1], "what": name, "code": f.code,
-                             "carrier": start in self.carriers})
+            residual.append({"dims": _ranges(ds), "what": name, "code": f.code,
+                             "carrier": ds[0] in self.carriers,
+                             "cleared_in_layer": self.clears[name][0] if name in self.clears
+                             else None})
         layers = []
         for layer in range(self.layers):
             layers.append({
                 "layer": layer,
                 "gdn_heads": {f"head {h}": f"bank {b} ({g.banks[b].rows} rows)"
                               for b, (L, h) in self.heads.items() if L == layer},
-                "mlp_neurons": {f"{n0}..{n0 + len(g.rules[r]) - 1}": f"rules {r}"
-                                for r, (L, n0) in self.neurons.items() if L == layer},
+                "mlp_neurons": {
+                    **{f"{n0}..{n0 + len(g.rules[r]) - 1}": f"rules {r}"
+                       for r, (L, n0) in self.neurons.items() if L == layer},
+                    **{f"{n0}..{n0 + g.features[f].size - 1}": f"clear {f}"
+                       for f, (L, n0) in self.clears.items() if L == layer}},
             })
         return {"layers": layers, "residual": residual, "k_used": self.k_used}
 
@@ -78,13 +94,26 @@ class Schedule:
             lines += [f"  GDN {k}: {v}" for k, v in layer["gdn_heads"].items()]
             lines += [f"  MLP neurons {k}: {v}" for k, v in layer["mlp_neurons"].items()]
         lines.append("residual:")
-        lines += [f"  {r['dims'][0]:>5}..{r['dims'][1]:<5} {r['what']}" for r in m["residual"]]
+        lines += [f"  {r['dims']!s:>16} {r['what']}" for r in m["residual"]]
         return "\n".join(lines)
 
 
+def _ranges(ds: list[int]) -> list[list[int]] | list[int]:
+    """Dims as [first, last] of each consecutive run (a single run is flattened)."""
+    runs: list[list[int]] = []
+    for d in ds:
+        if runs and d == runs[-1][1] + 1:
+            runs[-1][1] = d
+        else:
+            runs.append([d, d])
+    return runs[0] if len(runs) == 1 else runs
+
+
 def schedule(g: Graph, shape: LayerShape) -> Schedule:
-    """Place every node as early as its inputs and the layer sizes allow."""
+    """Place every node as early as its inputs and the layer sizes allow, then give features
+    residual dims, reusing the dims of features that are dead (cleared by extra rules)."""
     ready: dict[str, int] = {n: -1 for n, f in g.features.items() if f.token_input}
+    readers: dict[str, list[int]] = {n: [] for n in g.features}
     heads_used: dict[int, int] = {}
     neurons_used: dict[int, int] = {}
     heads: dict[str, tuple[int, int]] = {}
@@ -114,20 +143,67 @@ def schedule(g: Graph, shape: LayerShape) -> Schedule:
                 s += 2
             heads[name] = (s // 2, heads_used.get(s // 2, 0))
             heads_used[s // 2] = heads_used.get(s // 2, 0) + 1
+        for f in ins:
+            readers[f].append(s)
         for f in outs:
             ready[f] = s
     for name in g.features:
         if name not in ready:
             raise ValueError(f"feature {name} is never written")
-    dims, carriers, k = {}, [], nx.RESERVED_DIMS
-    read_outs = {r.out for r in g.reads}
+    last = max(ready.values(), default=-1)
+    clears = _place_clears(g, shape, ready, readers, neurons_used, last)
+    dims, carriers, k = _allocate(g, ready, clears)
+    layers = max([last] + [2 * L + 1 for L, _ in clears.values()]) // 2 + 1
+    return Schedule(g, shape, max(layers, 1), dims, k, heads, neurons, carriers, clears)
+
+
+def _place_clears(g: Graph, shape: LayerShape, ready: dict[str, int],
+                  readers: dict[str, list[int]], neurons_used: dict[int, int], last: int) \
+        -> dict[str, tuple[int, int]]:
+    """For every feature whose last reader comes before the last sublayer: the MLP sublayer
+    (layer, first neuron) where rules subtract it, so that later features can take its dims."""
+    clears = {}
     for name, f in g.features.items():
-        dims[name] = k
-        if name in read_outs:
-            carriers += range(k, k + f.size)
-        k += f.size
-    layers = max((s for s in ready.values()), default=-1) // 2 + 1
-    return Schedule(g, shape, max(layers, 1), dims, k, heads, neurons, carriers)
+        if f.accumulate or not readers[name]:
+            continue
+        c = max(readers[name])
+        c += (c % 2 == 0)  # the same MLP sublayer as the last reader, or the next one
+        while c < last and neurons_used.get(c // 2, 0) + f.size > shape.intermediate:
+            c += 2
+        if c >= last:
+            continue  # nothing is written after it: no dims to win
+        clears[name] = (c // 2, neurons_used.get(c // 2, 0))
+        neurons_used[c // 2] = neurons_used.get(c // 2, 0) + f.size
+    return clears
+
+
+def _allocate(g: Graph, ready: dict[str, int], clears: dict[str, tuple[int, int]]) \
+        -> tuple[dict[str, list[int]], list[int], int]:
+    """Residual dims per feature; a dim freed by a clear in sublayer c can hold a feature
+    written after c. Read outputs use carrier dims, everything else plain dims."""
+    read_outs = {r.out for r in g.reads}
+    free: dict[bool, list[tuple[int, int]]] = {True: [], False: []}  # carrier? -> (after, dim)
+    dims: dict[str, list[int]] = {}
+    carriers: list[int] = []
+    k = nx.RESERVED_DIMS
+    def born(n: str) -> int:  # token inputs hold their dims from the embedding on
+        return -1 if g.features[n].token_input else ready[n]
+
+    for name in sorted(g.features, key=lambda n: (born(n), n)):
+        f, carrier = g.features[name], name in read_outs
+        pool = sorted(free[carrier], key=lambda e: e[1])
+        usable = [e for e in pool if e[0] < born(name)][:f.size]
+        for e in usable:
+            free[carrier].remove(e)
+        got = [d for _, d in usable] + list(range(k, k + f.size - len(usable)))
+        k += f.size - len(usable)
+        dims[name] = got
+        if carrier:
+            carriers += [d for d in got if d not in carriers]
+        if name in clears:
+            layer, _ = clears[name]
+            free[carrier] += [(2 * layer + 1, d) for d in got]
+    return dims, sorted(carriers), k
 
 
 def emit(sched: Schedule, k_dims: int) -> list[dict[str, torch.Tensor]]:
@@ -178,10 +254,10 @@ def emit(sched: Schedule, k_dims: int) -> list[dict[str, torch.Tensor]]:
                         1.0 / (nx.READ_NORM * nx.Z_GATE)
         gate, up, down = t["mlp.gate_proj.weight"], t["mlp.up_proj.weight"], \
             t["mlp.down_proj.weight"]
-        for name, (L, n0) in sched.neurons.items():
-            if L != layer:
-                continue
-            for j, rule in enumerate(g.rules[name], start=n0):
+        groups = [(g.rules[name], n0) for name, (L, n0) in sched.neurons.items() if L == layer]
+        groups += [(sched.clear_rules(f), n0) for f, (L, n0) in sched.clears.items() if L == layer]
+        for rules, n0 in groups:
+            for j, rule in enumerate(rules, start=n0):
                 bias = 0.0
                 for (f, i), want in rule.literals:
                     d = sched.dim(f, i)
@@ -219,13 +295,14 @@ def embed(sched: Schedule, k_dims: int, hidden: int, token: dict[str, list[int]]
 
 
 def decode(sched: Schedule, residual: torch.Tensor) -> dict[str, list[float]]:
-    """Feature values read back from a circuit-local residual vector (carriers removed)."""
+    """Values of the features still live after the last layer, read back from a circuit-local
+    residual vector (carriers removed)."""
     carriers = set(sched.carriers)
     out = {}
-    for name, f in sched.graph.features.items():
-        start = sched.dims[name]
-        out[name] = [float(residual[start + i]) - (nx.CARRIER if start + i in carriers else 0.0)
-                     for i in range(f.size)]
+    for name in sched.graph.features:
+        if sched.live(name):
+            out[name] = [float(residual[d]) - (nx.CARRIER if d in carriers else 0.0)
+                         for d in sched.dims[name]]
     return out
 
 
