@@ -1,0 +1,585 @@
+"""The gadget library: logic, selection, conversions and arithmetic built from rules.
+
+A rule (one MLP neuron) fires iff all its literals hold and then adds small integers to some
+dims; every gadget here is a set of such rules, so it is exact exactly when the rules are
+(docs/ARCHITECTURE.md, sections 3 and 8). What each gadget adds on top is its *exactness
+condition* — what its inputs must hold — and its *cost* in neurons and MLP layers.
+
+Conditions every gadget shares (the evaluator checks the first, and memory addresses and
+written words, on every token):
+
+* every literal dim holds 0 or 1 when the group runs (a 2 would count as a met literal plus one);
+* output dims start at 0 (the graph gives every feature one writer, so they do);
+* ``onehot`` inputs have at most one dim set, ``word`` inputs exactly one per digit (a memory
+  read of nothing gives an all-zero word: only gadgets that say so accept it).
+
+Conventions. Gadgets take the graph, a name (the rule group; multi-layer gadgets also name their
+intermediate features ``{name}.…``), feature names, and ``when``: extra literals that every rule
+of the (last) layer requires, so that outputs stay 0 unless they hold. With ``group=False`` the
+(last-layer) rules are returned instead of added, so that several gadgets writing one feature can
+share its single rule group; otherwise the group is added and its rules returned as well.
+Single-output gates write one ``Dim``; word gadgets use base-4 digits, least significant first.
+``lookup`` and ``copy_bits`` live in graph.py and are re-exported here.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from math import comb
+
+from qgpu.compiler.graph import Dim, Feature, Graph, Literal_, Rule, copy_bits, lookup
+
+__all__ = [
+    "add_bits", "add_onehot", "add_words", "and_gate", "bits_to_onehot", "bits_to_word",
+    "bitwise", "choose", "clear", "compare", "copy", "copy_bits", "equals", "increment",
+    "increment_word", "lookup", "mux", "negate", "onehot_to_bits", "onehot_to_word", "or_gate",
+    "shift", "sub_bits", "threshold", "threshold_cost", "word_to_bits", "word_to_onehot",
+]
+
+When = tuple[Literal_, ...]
+
+
+# --- helpers ----------------------------------------------------------------------------------
+
+
+def negate(lit: Literal_) -> Literal_:
+    """The literal that holds exactly when `lit` does not (for 0/1 dims)."""
+    return (lit[0], 1 - lit[1])
+
+
+def _finish(g: Graph, name: str, rules: list[Rule], group: bool) -> list[Rule]:
+    if group:
+        g.rule_group(name, rules)
+    return rules
+
+
+def _feature(g: Graph, name: str, code: str | None = None, size: int | None = None) -> Feature:
+    f = g.features[name]
+    if code is not None and f.code != code:
+        raise ValueError(f"{name} is {f.code}, not {code}")
+    if size is not None and f.size != size:
+        raise ValueError(f"{name} has {f.size} dims, not {size}")
+    return f
+
+
+def _digits(g: Graph, name: str) -> int:
+    return _feature(g, name, "word").size // 4
+
+
+def _inc(dims: Sequence[Dim], delta: int = 1) -> tuple[tuple[Dim, int], ...]:
+    return tuple((d, delta) for d in dims)
+
+
+# --- gates ------------------------------------------------------------------------------------
+
+
+def threshold_cost(n: int, k: int) -> int:
+    """Neurons of `threshold` over n literals: C(n, k) direct or 1 + C(n, k-1) complemented."""
+    if k <= 0:
+        return 1
+    if k > n:
+        return 0
+    return min(comb(n, k), 1 + comb(n, k - 1))
+
+
+def _kth_holds(lits: Sequence[Literal_], k: int) -> list[tuple[Literal_, ...]]:
+    """Mutually exclusive conjunctions, one of which holds iff at least k literals hold: "the k-th
+    holding literal is l_j and exactly these k-1 of l_0..l_{j-1} hold". C(n, k) of them."""
+    out = []
+    for j in range(k - 1, len(lits)):
+        for held in itertools.combinations(range(j), k - 1):
+            out.append(tuple(lits[i] if i in held else negate(lits[i]) for i in range(j))
+                       + (lits[j],))
+    return out
+
+
+def threshold(g: Graph, name: str, inputs: Sequence[Literal_], k: int, out: Dim, *,
+              when: When = (), group: bool = True) -> list[Rule]:
+    """out = 1 iff at least k of the input literals hold.
+
+    Why: the general gate; AND (k = n) and OR (k = 1) are its cheap ends. A rule is an AND, so
+    "at least k" becomes mutually exclusive AND terms (exactly one fires), or their complement
+    (a constant rule adds 1, the terms for "at least n-k+1 fail" subtract it), whichever is
+    smaller. Exact: input dims 0/1 and pairwise distinct. Cost: 1 layer,
+    ``threshold_cost(n, k)`` = min(C(n,k), 1 + C(n,k-1)) neurons (k <= 0: 1, k > n: 0).
+    """
+    lits = list(inputs)
+    if len({d for d, _ in lits}) != len(lits):
+        raise ValueError(f"threshold {name}: input dims must be distinct")
+    n, w = len(lits), tuple(when)
+    if k <= 0:
+        rules = [Rule(w, ((out, 1),), f"{name}:always")]
+    elif k > n:
+        rules = []
+    elif comb(n, k) <= 1 + comb(n, k - 1):
+        rules = [Rule(w + t, ((out, 1),), f"{name}:{i}")
+                 for i, t in enumerate(_kth_holds(lits, k))]
+    else:
+        fails = _kth_holds([negate(x) for x in lits], n - k + 1)
+        rules = [Rule(w, ((out, 1),), f"{name}:always")]
+        rules += [Rule(w + t, ((out, -1),), f"{name}:~{i}") for i, t in enumerate(fails)]
+    return _finish(g, name, rules, group)
+
+
+def and_gate(g: Graph, name: str, inputs: Sequence[Literal_], out: Dim, *, when: When = (),
+             group: bool = True) -> list[Rule]:
+    """out = 1 iff every input literal holds (negative literals give AND-NOT).
+    Exact: input dims 0/1. Cost: 1 neuron, 1 layer."""
+    return threshold(g, name, inputs, len(inputs), out, when=when, group=group)
+
+
+def or_gate(g: Graph, name: str, inputs: Sequence[Literal_], out: Dim, *, when: When = (),
+            group: bool = True) -> list[Rule]:
+    """out = 1 iff some input literal holds: a constant rule adds 1 and "all fail" subtracts it.
+    Exact: input dims 0/1, distinct. Cost: 2 neurons for n >= 2 inputs (1 for n = 1, 0 for
+    none), 1 layer."""
+    return threshold(g, name, inputs, 1, out, when=when, group=group)
+
+
+# --- selection, copy, clear -------------------------------------------------------------------
+
+
+def copy(g: Graph, name: str, src: str, dst: str, *, invert: bool = False, when: When = (),
+         group: bool = True) -> list[Rule]:
+    """dst = src (or NOT src, bit by bit), e.g. to hand a value to a later stage or to negate it.
+    Exact: src dims 0/1 (a word stays a valid word; NOT of a word is not a word).
+    Cost: n neurons (n = src size), 1 layer."""
+    n = _feature(g, src).size
+    _feature(g, dst, size=n)
+    rules = [Rule(tuple(when) + (((src, i), 0 if invert else 1),), (((dst, i), 1),),
+                  f"{name}[{i}]") for i in range(n)]
+    return _finish(g, name, rules, group)
+
+
+def clear(feature: Feature) -> list[Rule]:
+    """Rules that subtract a feature from its own dims, leaving them 0 for a later feature.
+
+    Why: residual dims are the scarce resource; a dead feature's dims are reused once cleared.
+    The rules read and write the same dims, which is exact because a group reads the values
+    before it. Exact: the dims hold 0/1 (plus the carrier of a memory read, which stays).
+    Cost: one neuron per dim, whatever the code (one-hot n, bits n, word 4 * digits), 1 layer.
+    """
+    f = feature.name
+    return [Rule((((f, i), 1),), (((f, i), -1),), f"clear {f}[{i}]") for i in range(feature.size)]
+
+
+def mux(g: Graph, name: str, select: str, inputs: Sequence[str], out: str, *, when: When = (),
+        group: bool = True) -> list[Rule]:
+    """out = inputs[i] for the hot dim i of `select`; all zero when none is hot.
+
+    Why: operand and result selection (register ports, forwarding, per-op results).
+    Exact: `select` one-hot with one dim per input (at most one set), inputs 0/1 and of out's
+    size; word inputs give a valid word iff some dim of `select` is set.
+    Cost: m * n neurons (m inputs of n dims), 1 layer.
+    """
+    _feature(g, select, "onehot", len(inputs))
+    n = _feature(g, out).size
+    rules = []
+    for i, src in enumerate(inputs):
+        _feature(g, src, size=n)
+        rules += [Rule(tuple(when) + (((select, i), 1), ((src, j), 1)), (((out, j), 1),),
+                       f"{name}:{i}[{j}]") for j in range(n)]
+    return _finish(g, name, rules, group)
+
+
+def choose(g: Graph, name: str, cond: Literal_, a: str, b: str, out: str, *, when: When = (),
+           group: bool = True) -> list[Rule]:
+    """out = a if `cond` holds else b (the ISA's `sel`, or a predicated write).
+    Exact: cond's dim and a, b 0/1, a, b of out's size. Cost: 2n neurons, 1 layer."""
+    n = _feature(g, out).size
+    _feature(g, a, size=n)
+    _feature(g, b, size=n)
+    w = tuple(when)
+    rules = [Rule(w + (cond, ((a, j), 1)), (((out, j), 1),), f"{name}:a[{j}]") for j in range(n)]
+    rules += [Rule(w + (negate(cond), ((b, j), 1)), (((out, j), 1),), f"{name}:b[{j}]")
+              for j in range(n)]
+    return _finish(g, name, rules, group)
+
+
+# --- conversions ------------------------------------------------------------------------------
+
+
+def onehot_to_bits(g: Graph, name: str, src: str, out: str, *, when: When = (),
+                   group: bool = True) -> list[Rule]:
+    """out = binary index of the hot dim of src (0 when none is hot).
+    Exact: src one-hot of m <= 2^n dims (n = out bits). Cost: m - 1 neurons, 1 layer."""
+    m, n = _feature(g, src, "onehot").size, _feature(g, out).size
+    if m > 1 << n:
+        raise ValueError(f"{name}: {m} values do not fit {n} bits")
+    rules = [Rule(tuple(when) + (((src, v), 1),),
+                  _inc([(out, b) for b in range(n) if v >> b & 1]), f"{name}:{v}")
+             for v in range(1, m)]
+    return _finish(g, name, rules, group)
+
+
+def bits_to_onehot(g: Graph, name: str, src: str, out: str, *, when: When = (),
+                   group: bool = True) -> list[Rule]:
+    """out = one-hot of the unsigned value of src; a value >= m (out size) sets nothing.
+    Exact: src dims 0/1; out is exactly one-hot when m = 2^n. Cost: m neurons, 1 layer."""
+    n, m = _feature(g, src).size, _feature(g, out, "onehot").size
+    rules = [Rule(tuple(when) + tuple(((src, b), v >> b & 1) for b in range(n)),
+                  (((out, v), 1),), f"{name}:{v}") for v in range(min(m, 1 << n))]
+    return _finish(g, name, rules, group)
+
+
+def word_to_onehot(g: Graph, name: str, src: str, out: str, *, when: When = (),
+                   group: bool = True) -> list[Rule]:
+    """out = one-hot of the value of a narrow word (an address, a small field); values >= m
+    (out size) set nothing, and so does an all-zero word (a read of nothing).
+    Exact: src a valid or all-zero word of d digits. Cost: m <= 4^d neurons, 1 layer."""
+    d, m = _digits(g, src), _feature(g, out, "onehot").size
+    rules = [Rule(tuple(when) + tuple(((src, 4 * k + (v >> 2 * k & 3)), 1) for k in range(d)),
+                  (((out, v), 1),), f"{name}:{v}") for v in range(min(m, 4 ** d))]
+    return _finish(g, name, rules, group)
+
+
+def onehot_to_word(g: Graph, name: str, src: str, out: str, *, when: When = (),
+                   group: bool = True) -> list[Rule]:
+    """out = the word of the hot index of src (to store it, or to feed word arithmetic).
+    Exact: src one-hot of m <= 4^d dims; out is a valid word iff one dim is set (else all zero).
+    Cost: m neurons, 1 layer."""
+    m, d = _feature(g, src, "onehot").size, _digits(g, out)
+    if m > 4 ** d:
+        raise ValueError(f"{name}: {m} values do not fit {d} digits")
+    rules = [Rule(tuple(when) + (((src, v), 1),),
+                  _inc([(out, 4 * k + (v >> 2 * k & 3)) for k in range(d)]), f"{name}:{v}")
+             for v in range(m)]
+    return _finish(g, name, rules, group)
+
+
+def word_to_bits(g: Graph, name: str, src: str, out: str, *, when: When = (),
+                 group: bool = True) -> list[Rule]:
+    """out = the value of a word in binary, keeping the low n bits (n = out size <= 2d).
+    Exact: src a valid or all-zero word (all zero gives 0). Cost: 3 neurons per digit that
+    reaches out (digit value 0 writes nothing), 1 layer."""
+    d, n = _digits(g, src), _feature(g, out).size
+    rules = []
+    for k in range(d):
+        for v in (1, 2, 3):
+            dims = [(out, 2 * k + b) for b in (0, 1) if v >> b & 1 and 2 * k + b < n]
+            if dims:
+                rules.append(Rule(tuple(when) + (((src, 4 * k + v), 1),), _inc(dims),
+                                  f"{name}:{k}={v}"))
+    return _finish(g, name, rules, group)
+
+
+def bits_to_word(g: Graph, name: str, src: str, out: str, *, when: When = (),
+                 group: bool = True) -> list[Rule]:
+    """out = the word of an unsigned binary value (digits beyond the bits are 0).
+    Exact: src dims 0/1, n <= 2d. Cost: 4 neurons per digit holding two bits, 2 per digit
+    holding one, plus 1 for all digits above the bits; 1 layer. Always a valid word."""
+    n, d = _feature(g, src).size, _digits(g, out)
+    if n > 2 * d:
+        raise ValueError(f"{name}: {n} bits do not fit {d} digits")
+    w, rules = tuple(when), []
+    for k in range((n + 1) // 2):
+        bits = [b for b in (2 * k, 2 * k + 1) if b < n]
+        for v in range(1 << len(bits)):
+            lits = tuple(((src, b), v >> i & 1) for i, b in enumerate(bits))
+            rules.append(Rule(w + lits, (((out, 4 * k + v), 1),), f"{name}:{k}={v}"))
+    high = [(out, 4 * k) for k in range((n + 1) // 2, d)]
+    if high:
+        rules.append(Rule(w, _inc(high), f"{name}:high"))
+    return _finish(g, name, rules, group)
+
+
+# --- arithmetic -------------------------------------------------------------------------------
+
+
+def add_onehot(g: Graph, name: str, a: str, b: str, out: str, *, when: When = (),
+               group: bool = True) -> list[Rule]:
+    """out = (a + b) mod m over one-hot values (m = out size): a lookup table.
+    Exact: a, b one-hot; out is one-hot iff both are set (else all zero).
+    Cost: |a| * |b| neurons, 1 layer."""
+    ma, mb = _feature(g, a, "onehot").size, _feature(g, b, "onehot").size
+    m = _feature(g, out, "onehot").size
+    rules = [Rule(tuple(when) + (((a, i), 1), ((b, j), 1)), (((out, (i + j) % m), 1),),
+                  f"{name}:{i}+{j}") for i in range(ma) for j in range(mb)]
+    return _finish(g, name, rules, group)
+
+
+def _carry_terms(gen: Callable[[int], Literal_], prop: Callable[[int], Literal_],
+                 carry_in: bool | Literal_, i: int) -> list[tuple[Literal_, ...]]:
+    """Mutually exclusive conjunctions, one of which holds iff a carry enters position i:
+    "position j generates and j+1..i-1 propagate" (generate and propagate never both hold, so
+    at most one j works), plus the carry-in propagated through 0..i-1."""
+    terms = []
+    if carry_in is not False:
+        terms.append(((carry_in,) if carry_in is not True else ())
+                     + tuple(prop(k) for k in range(i)))
+    for j in range(i):
+        terms.append((gen(j),) + tuple(prop(k) for k in range(j + 1, i)))
+    return terms
+
+
+def add_bits(g: Graph, name: str, a: str, b: str, out: str, *, carry_in: bool | Literal_ = False,
+             carry_out: Dim | None = None, invert_b: bool = False, when: When = (),
+             group: bool = True) -> list[Rule]:
+    """out = (a + b + carry_in) mod 2^n on n-bit values; `invert_b` adds NOT b instead (with
+    carry_in=True that is a - b). Optional carry_out (for a - b: 1 iff a >= b unsigned).
+
+    Layout (two layers, carry lookahead): layer 1 writes generate g_j = a_j AND b_j and
+    propagate p_j = a_j XOR b_j per bit into ``{name}.gp``; layer 2 writes
+    out_i = p_i XOR c_i, where the carry c_i is a sum of mutually exclusive terms
+    (g_j AND p_{j+1..i-1}), as p_i + sum(term AND NOT p_i) - sum(term AND p_i).
+    Exact: a, b n bits of 0/1, a carry_in literal's dim 0/1, out n bits.
+    Cost: layer 1: 3n neurons; layer 2: n^2 (+2n with a carry-in literal or constant), +n for
+    carry_out (+1 with a carry-in) — n = 32: 96 + 1024, n = 64: 192 + 4096. 2 layers.
+    """
+    n = _feature(g, a).size
+    _feature(g, b, size=n)
+    _feature(g, out, size=n)
+    gp = f"{name}.gp"
+    g.feature(gp, 2 * n, "bits")
+    b1, b0 = (0, 1) if invert_b else (1, 0)  # b's literal value for an effective 1 / 0
+    g.rule_group(gp, [r for j in range(n) for r in (
+        Rule((((a, j), 1), ((b, j), b1)), (((gp, 2 * j), 1),), f"{gp}:g{j}"),
+        Rule((((a, j), 1), ((b, j), b0)), (((gp, 2 * j + 1), 1),), f"{gp}:p{j}a"),
+        Rule((((a, j), 0), ((b, j), b1)), (((gp, 2 * j + 1), 1),), f"{gp}:p{j}b"))])
+    w = tuple(when)
+
+    def gen(j: int) -> Literal_:
+        return ((gp, 2 * j), 1)
+
+    def prop(j: int) -> Literal_:
+        return ((gp, 2 * j + 1), 1)
+
+    rules = []
+    for i in range(n):
+        rules.append(Rule(w + (prop(i),), (((out, i), 1),), f"{name}:p{i}"))
+        for t, term in enumerate(_carry_terms(gen, prop, carry_in, i)):
+            rules.append(Rule(w + term + (negate(prop(i)),), (((out, i), 1),), f"{name}:{i}c{t}"))
+            rules.append(Rule(w + term + (prop(i),), (((out, i), -1),), f"{name}:{i}c{t}~"))
+    if carry_out is not None:
+        rules += [Rule(w + term, ((carry_out, 1),), f"{name}:cout{t}")
+                  for t, term in enumerate(_carry_terms(gen, prop, carry_in, n))]
+    return _finish(g, name, rules, group)
+
+
+def sub_bits(g: Graph, name: str, a: str, b: str, out: str, *, borrow_in: Literal_ | None = None,
+             no_borrow: Dim | None = None, when: When = (), group: bool = True) -> list[Rule]:
+    """out = (a - b - borrow_in) mod 2^n as a + NOT b + 1 (``add_bits`` with invert_b); the
+    optional no_borrow output is 1 iff a >= b (+ borrow_in), unsigned. Exact and cost: as
+    ``add_bits`` with a carry-in (the constant 1 or NOT borrow_in): layer 2 n^2 + 2n."""
+    cin: bool | Literal_ = True if borrow_in is None else negate(borrow_in)
+    return add_bits(g, name, a, b, out, carry_in=cin, carry_out=no_borrow, invert_b=True,
+                    when=when, group=group)
+
+
+def add_words(g: Graph, name: str, a: str, b: str, out: str, *,
+              carry_in: bool | Literal_ = False, carry_out: Dim | None = None,
+              invert_b: bool = False, when: When = (), group: bool = True) -> list[Rule]:
+    """out = (a + b + carry_in) mod 4^d on words of d base-4 digits, the code memory reads
+    return (so register values need no conversion); `invert_b` uses 3 - digit (NOT b), so
+    carry_in=True, invert_b=True is a - b.
+
+    Layout (two layers): layer 1 maps each digit pair to its sum mod 4 (``{name}.s``, a word)
+    and to generate (sum >= 4) / propagate (sum = 3) flags (``{name}.gp``); layer 2 rotates
+    each sum digit by its carry, a sum of mutually exclusive lookahead terms: out[v] = s[v]
+    minus, per firing term, s[v] moved to v+1.
+    Exact: a, b valid words of d digits (an all-zero word gives garbage), a carry_in literal's
+    dim 0/1. Cost: layer 1: 16d neurons; layer 2: 2d^2 + 2d (+4d with a carry-in), +d for
+    carry_out (+1 with a carry-in) — d = 16 (32 bits): 256 + 544. 2 layers.
+    """
+    d = _digits(g, a)
+    _feature(g, b, "word", 4 * d)
+    _feature(g, out, "word", 4 * d)
+    s, gp = f"{name}.s", f"{name}.gp"
+    g.feature(s, 4 * d, "word")
+    g.feature(gp, 2 * d, "bits")
+    first = []
+    for k in range(d):
+        for x in range(4):
+            for y in range(4):
+                total = x + (3 - y if invert_b else y)
+                deltas = [((s, 4 * k + total % 4), 1)]
+                if total >= 4:
+                    deltas.append(((gp, 2 * k), 1))
+                elif total == 3:
+                    deltas.append(((gp, 2 * k + 1), 1))
+                first.append(Rule((((a, 4 * k + x), 1), ((b, 4 * k + y), 1)), tuple(deltas),
+                                  f"{name}.s:{k}:{x}+{y}"))
+    g.rule_group(f"{name}.s", first)
+    w = tuple(when)
+
+    def gen(j: int) -> Literal_:
+        return ((gp, 2 * j), 1)
+
+    def prop(j: int) -> Literal_:
+        return ((gp, 2 * j + 1), 1)
+
+    rules = []
+    for k in range(d):
+        rules += [Rule(w + (((s, 4 * k + v), 1),), (((out, 4 * k + v), 1),), f"{name}:{k}={v}")
+                  for v in range(4)]
+        for t, term in enumerate(_carry_terms(gen, prop, carry_in, k)):
+            rules += [Rule(w + term + (((s, 4 * k + v), 1),),
+                           (((out, 4 * k + v), -1), ((out, 4 * k + (v + 1) % 4), 1)),
+                           f"{name}:{k}={v}c{t}") for v in range(4)]
+    if carry_out is not None:
+        rules += [Rule(w + term, ((carry_out, 1),), f"{name}:cout{t}")
+                  for t, term in enumerate(_carry_terms(gen, prop, carry_in, d))]
+    return _finish(g, name, rules, group)
+
+
+def increment(g: Graph, name: str, a: str, out: str, *, carry_out: Dim | None = None,
+              when: When = (), group: bool = True) -> list[Rule]:
+    """out = (a + 1) mod 2^n: bit i flips iff all lower bits are 1, as a_i + t - 2 a_i t with
+    t = "all lower bits 1". Exact: a 0/1. Cost: 3n - 2 neurons (+1 carry_out), 1 layer."""
+    n = _feature(g, a).size
+    _feature(g, out, size=n)
+    w, rules = tuple(when), []
+    for i in range(n):
+        ones = tuple(((a, j), 1) for j in range(i))
+        if i:
+            rules.append(Rule(w + (((a, i), 1),), (((out, i), 1),), f"{name}:{i}"))
+            rules.append(Rule(w + ones + (((a, i), 1),), (((out, i), -1),), f"{name}:{i}c1"))
+        rules.append(Rule(w + ones + (((a, i), 0),), (((out, i), 1),), f"{name}:{i}c0"))
+    if carry_out is not None:
+        rules.append(Rule(w + tuple(((a, j), 1) for j in range(n)), ((carry_out, 1),),
+                          f"{name}:cout"))
+    return _finish(g, name, rules, group)
+
+
+def increment_word(g: Graph, name: str, a: str, out: str, *, carry_out: Dim | None = None,
+                   when: When = (), group: bool = True) -> list[Rule]:
+    """out = (a + 1) mod 4^d on a word: digit k moves up by one iff all lower digits are 3.
+    Exact: a valid word. Cost: 8d - 4 neurons (+1 carry_out), 1 layer."""
+    d = _digits(g, a)
+    _feature(g, out, "word", 4 * d)
+    w, rules = tuple(when), []
+    for k in range(d):
+        threes = tuple(((a, 4 * j + 3), 1) for j in range(k))
+        for v in range(4):
+            here = ((a, 4 * k + v), 1)
+            if k:
+                rules.append(Rule(w + (here,), (((out, 4 * k + v), 1),), f"{name}:{k}={v}"))
+                rules.append(Rule(w + threes + (here,),
+                                  (((out, 4 * k + v), -1), ((out, 4 * k + (v + 1) % 4), 1)),
+                                  f"{name}:{k}={v}c"))
+            else:
+                rules.append(Rule(w + (here,), (((out, (v + 1) % 4), 1),), f"{name}:0={v}"))
+    if carry_out is not None:
+        rules.append(Rule(w + tuple(((a, 4 * j + 3), 1) for j in range(d)), ((carry_out, 1),),
+                          f"{name}:cout"))
+    return _finish(g, name, rules, group)
+
+
+_RELATIONS = ("lt", "le", "eq", "ne", "gt", "ge")
+
+
+def compare(g: Graph, name: str, a: str, b: str, *, signed: bool = False, when: When = (),
+            group: bool = True, **outs: Dim) -> list[Rule]:
+    """Relations of two values: any of lt, le, eq, ne, gt, ge (keyword -> output dim), unsigned
+    or two's complement (`signed`). Works on two bits features or two words.
+
+    Layout (two layers): layer 1 writes, per bit (or digit) j, lt_j and gt_j into ``{name}.d``;
+    layer 2: a < b iff some lt_j holds with every higher position equal — one exclusive term
+    per j; eq is "all positions equal". A signed compare swaps the order of the top bit (top
+    digit: 2, 3 are -2, -1).
+    Exact: a, b of one size, bits 0/1 or valid words. Cost: layer 1: 2 neurons per bit / 12
+    per digit; layer 2: n (if lt, le or ne) + n (if gt, ge or ne) + 1 (if eq, le or ge) for n
+    positions — n = 32 bits: 64 + 65. 2 layers.
+    """
+    fa = _feature(g, a)
+    _feature(g, b, fa.code, fa.size)
+    if bad := set(outs) - set(_RELATIONS):
+        raise ValueError(f"compare {name}: unknown relations {sorted(bad)}")
+    word = fa.code == "word"
+    n = fa.size // 4 if word else fa.size
+    vals = 4 if word else 2
+
+    def lit(f: str, j: int, x: int) -> Literal_:
+        return ((f, 4 * j + x), 1) if word else ((f, j), x)
+
+    def key(j: int, x: int) -> int:
+        return x - vals if signed and j == n - 1 and 2 * x >= vals else x
+
+    dd = f"{name}.d"
+    g.feature(dd, 2 * n, "bits")
+    first = []
+    for j in range(n):
+        for x in range(vals):
+            for y in range(vals):
+                if key(j, x) != key(j, y):
+                    side = 0 if key(j, x) < key(j, y) else 1
+                    first.append(Rule((lit(a, j, x), lit(b, j, y)), (((dd, 2 * j + side), 1),),
+                                      f"{dd}:{j}:{x}{y}"))
+    g.rule_group(dd, first)
+    w = tuple(when)
+
+    def same_above(j: int) -> tuple[Literal_, ...]:
+        return tuple(((dd, 2 * k + s), 0) for k in range(j + 1, n) for s in (0, 1))
+
+    rules = []
+    for side, rels in ((0, ("lt", "le", "ne")), (1, ("gt", "ge", "ne"))):
+        targets = [outs[r] for r in rels if r in outs]
+        if targets:
+            rules += [Rule(w + (((dd, 2 * j + side), 1),) + same_above(j), _inc(targets),
+                           f"{name}:{rels[0]}{j}") for j in range(n)]
+    targets = [outs[r] for r in ("eq", "le", "ge") if r in outs]
+    if targets:
+        rules.append(Rule(w + same_above(-1), _inc(targets), f"{name}:eq"))
+    return _finish(g, name, rules, group)
+
+
+def equals(g: Graph, name: str, a: str, b: str, out: Dim, *, when: When = (),
+           group: bool = True) -> list[Rule]:
+    """out = 1 iff a == b (bits or words): ``compare`` with only eq.
+    Cost: 2n + 1 neurons for n bits (12d + 1 for d digits), 2 layers."""
+    return compare(g, name, a, b, when=when, group=group, eq=out)
+
+
+def bitwise(g: Graph, name: str, a: str, b: str, out: str, op: Callable[[int, int], int], *,
+            when: When = (), group: bool = True) -> list[Rule]:
+    """out = op(a, b) bit by bit (op on ints, e.g. operator.and_ / or_ / xor), on bits or on
+    words (op applied to each pair of 2-bit digits).
+    Exact: a, b, out of one code and size; bits 0/1 or valid words.
+    Cost: bits: per bit the cheaper of its truth table's 1-rows or 1 + its 0-rows (<= 2
+    neurons: and 1, or 2, xor 2); words: 16 neurons per digit. 1 layer."""
+    fa = _feature(g, a)
+    _feature(g, b, fa.code, fa.size)
+    _feature(g, out, fa.code, fa.size)
+    w, rules = tuple(when), []
+    if fa.code == "word":
+        for k in range(fa.size // 4):
+            rules += [Rule(w + (((a, 4 * k + x), 1), ((b, 4 * k + y), 1)),
+                           (((out, 4 * k + (op(x, y) & 3)), 1),), f"{name}:{k}:{x}{y}")
+                      for x in range(4) for y in range(4)]
+        return _finish(g, name, rules, group)
+    ones = [(x, y) for x in (0, 1) for y in (0, 1) if op(x, y) & 1]
+    zeros = [(x, y) for x in (0, 1) for y in (0, 1) if not op(x, y) & 1]
+    for j in range(fa.size):
+        dim = (out, j)
+        if len(ones) <= 1 + len(zeros):
+            rules += [Rule(w + (((a, j), x), ((b, j), y)), ((dim, 1),), f"{name}[{j}]:{x}{y}")
+                      for x, y in ones]
+        else:
+            rules.append(Rule(w, ((dim, 1),), f"{name}[{j}]:1"))
+            rules += [Rule(w + (((a, j), x), ((b, j), y)), ((dim, -1),), f"{name}[{j}]:~{x}{y}")
+                      for x, y in zeros]
+    return _finish(g, name, rules, group)
+
+
+def shift(g: Graph, name: str, a: str, amount: str, out: str, *, right: bool = False,
+          arithmetic: bool = False, when: When = (), group: bool = True) -> list[Rule]:
+    """out = a << s, a >> s (logical) or a >> s (arithmetic: sign fill) for the hot dim s of a
+    one-hot `amount`; amounts >= n give 0 (or all sign bits), no hot dim gives 0.
+    Exact: amount one-hot, a 0/1 of out's size. Cost: one neuron per (amount, source bit) whose
+    bit lands in out: n(n+1)/2 for amounts 0..n-1, +1 per larger amount if arithmetic; 1 layer."""
+    n = _feature(g, a).size
+    _feature(g, out, size=n)
+    m = _feature(g, amount, "onehot").size
+    w, rules = tuple(when), []
+    for s in range(m):
+        for j in range(n):
+            if right:
+                dims = [i for i in range(n) if i + s == j or (arithmetic and j == n - 1
+                                                              and i + s >= n)]
+            else:
+                dims = [j + s] if j + s < n else []
+            if dims:
+                rules.append(Rule(w + (((amount, s), 1), ((a, j), 1)),
+                                  _inc([(out, i) for i in dims]), f"{name}:{s}:{j}"))
+    return _finish(g, name, rules, group)
