@@ -45,9 +45,12 @@ def build_circuit_model(sched: Schedule, dtype: str = "float32") -> tuple[Qwen3_
 
 
 def run_layers(model: Qwen3_5TextModel, embeds: torch.Tensor, *, step: bool) -> torch.Tensor:
-    """Residual after the last circuit layer for every token ([T, K], float32): the whole
-    sequence at once (prefill) or token by token with a cache (decode)."""
-    x = embeds.to(model.dtype).unsqueeze(0)
+    """Residual after the last circuit layer, float32, for every token of one sequence ([T, K])
+    or of a batch of independent sequences ([B, T, K]): the whole sequence at once (prefill) or
+    token by token with a cache (decode)."""
+    single = embeds.dim() == 2
+    x = embeds.to(model.dtype)
+    x = x.unsqueeze(0) if single else x
     cache = DynamicCache(config=model.config)
     chunks = [x[:, i:i + 1] for i in range(x.shape[1])] if step else [x]
     outs = []
@@ -56,4 +59,5 @@ def run_layers(model: Qwen3_5TextModel, embeds: torch.Tensor, *, step: bool) -> 
             for layer in model.layers:  # GDN layers use no position embeddings
                 h = layer(h, position_embeddings=None, past_key_values=cache, use_cache=True)
             outs.append(h)
-    return torch.cat(outs, dim=1)[0].float()
+    out = torch.cat(outs, dim=1).float()
+    return out[0] if single else out

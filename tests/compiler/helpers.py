@@ -4,7 +4,6 @@ sequences, and reading the live features back."""
 from __future__ import annotations
 
 import torch
-from transformers.cache_utils import DynamicCache
 
 from qgpu.compiler import numerics as nx
 from qgpu.compiler.schedule import LayerShape, Schedule
@@ -29,22 +28,6 @@ def word(value: int | None, digits: int = nx.ROW_DIGITS) -> list[int]:
         for k in range(digits):
             out[4 * k + (value >> 2 * k & 3)] = 1
     return out
-
-
-def run_batched(model, embeds: torch.Tensor, *, step: bool) -> torch.Tensor:
-    """Residual after the last layer for a batch of independent sequences ([B, T, K] in, float32
-    out): the whole sequences at once (prefill) or token by token through the cache, as
-    ``circuit_model.run_layers`` does for one sequence."""
-    x = embeds.to(model.dtype)
-    cache = DynamicCache(config=model.config)
-    chunks = [x[:, i:i + 1] for i in range(x.shape[1])] if step else [x]
-    outs = []
-    with torch.no_grad():
-        for h in chunks:
-            for layer in model.layers:  # GDN layers use no position embeddings
-                h = layer(h, position_embeddings=None, past_key_values=cache, use_cache=True)
-            outs.append(h)
-    return torch.cat(outs, dim=1).float()
 
 
 def live_values(sched: Schedule, residual: torch.Tensor) -> dict[str, torch.Tensor]:

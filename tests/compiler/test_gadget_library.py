@@ -27,11 +27,11 @@ import torch
 
 from qgpu.compiler import gadgets as gd
 from qgpu.compiler import numerics as nx
-from qgpu.compiler.circuit_model import build_circuit_model
+from qgpu.compiler.circuit_model import build_circuit_model, run_layers
 from qgpu.compiler.evaluate import evaluate
 from qgpu.compiler.graph import Graph
 from qgpu.compiler.schedule import embed, schedule
-from tests.compiler.helpers import MODES, SHAPE, bits, live_values, onehot, run_batched, word
+from tests.compiler.helpers import MODES, SHAPE, bits, live_values, onehot, word
 
 B, T = 32, 16  # sequences per batch, tokens per sequence
 ROWS = B * T
@@ -458,7 +458,7 @@ def model(dtype: str) -> torch.nn.Module:
 
 @functools.cache
 def outputs(dtype: str, step: bool) -> dict[str, torch.Tensor]:
-    residual = run_batched(model(dtype), embeddings().view(B, T, -1), step=step)
+    residual = run_layers(model(dtype), embeddings().view(B, T, -1), step=step)
     return live_values(combined()[1], residual.reshape(ROWS, -1))
 
 
@@ -522,7 +522,7 @@ def test_clear_zeroes_features_and_frees_their_dims(dtype: str, step: bool) -> N
     sched.layers = 2
     model, k = build_circuit_model(sched, dtype)
     embeds = torch.stack([embed(sched, k, k, t) for t in tokens])
-    got = live_values(sched, run_batched(model, embeds.unsqueeze(0), step=step)[0])
+    got = live_values(sched, run_layers(model, embeds.unsqueeze(0), step=step)[0])
     zero = torch.zeros(len(tokens), 12)
     assert torch.equal(got["h"], zero[:, :5]) and torch.equal(got["w"], zero)
     assert torch.equal(got["r"], zero)  # the carrier stays, the read is gone

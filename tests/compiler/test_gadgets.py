@@ -10,22 +10,9 @@ import torch
 
 from qgpu.compiler.circuit_model import build_circuit_model, run_layers
 from qgpu.compiler.evaluate import CircuitError, evaluate
-from qgpu.compiler.graph import Graph, Rule, copy_bits, lookup, word_dims
+from qgpu.compiler.graph import Graph, Rule, copy_bits, lookup
 from qgpu.compiler.schedule import LayerShape, decode, embed, schedule
-
-SHAPE = LayerShape(gdn_heads=16, head_dim=128, intermediate=6144)  # Qwen3.5-2B
-MODES = [(d, s) for d in ("float32", "bfloat16") for s in (False, True)]
-
-
-def onehot(n: int, i: int | None) -> list[int]:
-    return [int(i == x) for x in range(n)]
-
-
-def word(value: int) -> list[int]:
-    w = [0] * 128
-    for d in word_dims(value):
-        w[d] = 1
-    return w
+from tests.compiler.helpers import MODES, SHAPE, onehot, word
 
 
 def assert_exact(g: Graph, tokens: list[dict], dtype: str, step: bool) -> None:
