@@ -56,6 +56,19 @@ class VInstr:
     def pred_def(self) -> int | None:
         return self.d if self.op in PRED_DEST_OPS else None
 
+    def field_kind(self, field: str) -> str:
+        """What register field `field` (d, a, b, c) names: "reg", "pred" or "const"."""
+        op = self.op
+        if op == Op.PLOP:
+            return "pred" if field in ("d", "a", "b") else "const"
+        if op == Op.SETP and field == "d":
+            return "pred"
+        if op == Op.SEL and field == "c":
+            return "pred"
+        if op == Op.SHFL and field == "c":
+            return "const"  # the packed shuffle shape
+        return "reg"
+
 
 @dataclass
 class VTerm:
@@ -67,6 +80,9 @@ class VTerm:
     pred: int = 0
     negated: bool = False
     line: int = 0
+
+    def pred_uses(self) -> list[int]:
+        return [self.pred] if self.kind == TermKind.BRA else []
 
     def successors(self) -> list[int]:
         if self.kind == TermKind.EXIT:
@@ -95,3 +111,30 @@ class IRFunction:
     param_is_pointer: tuple[bool, ...]
     num_vregs: int = 1
     num_vpreds: int = 0
+
+
+def liveness(fn: IRFunction, uses_of, def_of, term_uses) -> tuple[list[set], list[set]]:
+    """Per-block live-in and live-out sets of the values that uses_of/def_of/term_uses name
+    (registers or predicates), by the usual backward fixpoint."""
+    n = len(fn.blocks)
+    use: list[set[int]] = [set() for _ in range(n)]
+    defs: list[set[int]] = [set() for _ in range(n)]
+    for i, blk in enumerate(fn.blocks):
+        for ins in blk.instrs:
+            use[i].update(u for u in uses_of(ins) if u not in defs[i])
+            d = def_of(ins)
+            if d is not None:
+                defs[i].add(d)
+        use[i].update(u for u in term_uses(blk.term) if u not in defs[i])
+    live_in: list[set[int]] = [set() for _ in range(n)]
+    live_out: list[set[int]] = [set() for _ in range(n)]
+    changed = True
+    while changed:
+        changed = False
+        for i in reversed(range(n)):
+            out = set().union(*(live_in[s] for s in fn.blocks[i].term.successors()))
+            inn = use[i] | (out - defs[i])
+            if out != live_out[i] or inn != live_in[i]:
+                live_out[i], live_in[i] = out, inn
+                changed = True
+    return live_in, live_out

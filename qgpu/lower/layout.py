@@ -10,8 +10,8 @@ from __future__ import annotations
 from qgpu import limits
 from qgpu.errors import ResourceError
 from qgpu.isa import EXIT_RECONV, Block, Instr, Op, Space, Term, TermKind, guard_code
-from qgpu.lower.ir import IRBlock, IRFunction, VInstr, VTerm
-from qgpu.lower.regalloc import Allocation, _is_reg_field, _liveness
+from qgpu.lower.ir import IRBlock, IRFunction, VInstr, VTerm, liveness
+from qgpu.lower.regalloc import Allocation
 
 VIRTUAL_EXIT = -1
 
@@ -73,9 +73,8 @@ def remove_dead_code(fn: IRFunction) -> None:
     changed = True
     while changed:
         changed = False
-        reg_out = _liveness(fn, VInstr.reg_uses, VInstr.reg_def, lambda t: [])[1]
-        pred_out = _liveness(fn, VInstr.pred_uses, VInstr.pred_def,
-                             lambda t: [t.pred] if t.kind == TermKind.BRA else [])[1]
+        reg_out = liveness(fn, VInstr.reg_uses, VInstr.reg_def, lambda t: [])[1]
+        pred_out = liveness(fn, VInstr.pred_uses, VInstr.pred_def, VTerm.pred_uses)[1]
         for i, blk in enumerate(fn.blocks):
             regs, preds = set(reg_out[i]), set(pred_out[i])
             if blk.term.kind == TermKind.BRA:
@@ -191,11 +190,11 @@ def _machine_term(t: VTerm, first: list[int], ipdom: int, alloc: Allocation) -> 
 def _machine_instr(v: VInstr, alloc: Allocation) -> Instr:
     fields = {}
     for name in ("d", "a", "b", "c"):
-        val = getattr(v, name)
-        if _is_reg_field(v, name):
+        val, kind = getattr(v, name), v.field_kind(name)
+        if kind == "reg":
             fields[name] = 0 if val == 0 else alloc.regs[val]
-        elif v.op.name in ("SETP", "PLOP", "SEL"):
-            fields[name] = alloc.preds[val] if _pred_field(v, name) else val
+        elif kind == "pred":
+            fields[name] = alloc.preds[val]
         else:
             fields[name] = val
     guard = 0 if v.guard is None else guard_code(alloc.preds[v.guard[0]], v.guard[1])
@@ -205,11 +204,3 @@ def _machine_instr(v: VInstr, alloc: Allocation) -> Instr:
 def _is_self_move(ins: Instr) -> bool:
     """``add rX, rX, r0`` left behind when a move's source and destination share a register."""
     return ins.op == Op.ADD and not ins.bi and ins.b == 0 and ins.d == ins.a and ins.guard == 0
-
-
-def _pred_field(v: VInstr, name: str) -> bool:
-    if v.op.name == "PLOP":
-        return name in ("d", "a", "b")
-    if v.op.name == "SETP":
-        return name == "d"
-    return name == "c"  # SEL

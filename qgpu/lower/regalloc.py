@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from qgpu import limits
 from qgpu.errors import ResourceError
 from qgpu.isa import Cmp, Op, Space, TermKind
-from qgpu.lower.ir import ZERO, IRFunction, VInstr
+from qgpu.lower.ir import ZERO, IRFunction, VInstr, VTerm, liveness
 
 SCRATCH = 3
 FIRST_REG = 1
@@ -27,34 +27,9 @@ class Allocation:
     preds: dict[int, int]  # vpred -> physical predicate
 
 
-def _liveness(fn: IRFunction, uses_of, def_of, term_uses) -> tuple[list[set], list[set]]:
-    n = len(fn.blocks)
-    use: list[set[int]] = [set() for _ in range(n)]
-    defs: list[set[int]] = [set() for _ in range(n)]
-    for i, blk in enumerate(fn.blocks):
-        for ins in blk.instrs:
-            use[i].update(u for u in uses_of(ins) if u not in defs[i])
-            d = def_of(ins)
-            if d is not None:
-                defs[i].add(d)
-        use[i].update(u for u in term_uses(blk.term) if u not in defs[i])
-    live_in: list[set[int]] = [set() for _ in range(n)]
-    live_out: list[set[int]] = [set() for _ in range(n)]
-    changed = True
-    while changed:
-        changed = False
-        for i in reversed(range(n)):
-            out = set().union(*(live_in[s] for s in fn.blocks[i].term.successors()))
-            inn = use[i] | (out - defs[i])
-            if out != live_out[i] or inn != live_in[i]:
-                live_out[i], live_in[i] = out, inn
-                changed = True
-    return live_in, live_out
-
-
 def _intervals(fn: IRFunction, uses_of, def_of, term_uses) -> dict[int, list[int]]:
     """value -> [start, end] positions (instruction k of the linear order: uses 2k, def 2k+1)."""
-    live_in, live_out = _liveness(fn, uses_of, def_of, term_uses)
+    live_in, live_out = liveness(fn, uses_of, def_of, term_uses)
     iv: dict[int, list[int]] = {}
 
     def touch(v: int, pos: int) -> None:
@@ -128,11 +103,8 @@ def _move_hints(fn: IRFunction) -> dict[int, int]:
 def allocate(fn: IRFunction) -> Allocation:
     """Assign physical registers and predicates; raises ResourceError when impossible."""
 
-    def pred_term(t):
-        return [t.pred] if t.kind == TermKind.BRA else []
-
     for _ in range(4):
-        piv = _intervals(fn, VInstr.pred_uses, VInstr.pred_def, pred_term)
+        piv = _intervals(fn, VInstr.pred_uses, VInstr.pred_def, VTerm.pred_uses)
         preds, pspill = _scan(piv, limits.NUM_PREDS, {})
         if not pspill:
             break
@@ -227,7 +199,7 @@ def insert_spill_code(fn: IRFunction, alloc: Allocation) -> None:
                 next_v += 1
             for field in ("d", "a", "b", "c"):
                 val = getattr(ins, field)
-                if val in mapping and _is_reg_field(ins, field):
+                if val in mapping and ins.field_kind(field) == "reg":
                     setattr(ins, field, mapping[val])
             out.append(ins)
             if d is not None and d in alloc.spilled:
@@ -235,16 +207,3 @@ def insert_spill_code(fn: IRFunction, alloc: Allocation) -> None:
                                   mod=Space.LOCAL, line=ins.line, comment="spill"))
         blk.instrs = out
     fn.num_vregs = next_v
-
-
-def _is_reg_field(ins: VInstr, field: str) -> bool:
-    op = ins.op
-    if op == Op.PLOP:
-        return False
-    if op in (Op.SETP,) and field == "d":
-        return False
-    if op == Op.SEL and field == "c":
-        return False
-    if op == Op.SHFL and field == "c":
-        return False
-    return True
