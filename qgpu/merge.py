@@ -35,7 +35,10 @@ from qgpu.compiler import numerics as nx
 from qgpu.errors import UsageError
 
 METADATA_FILE = "qgpu_circuit.json"
-METADATA_FORMAT = 1
+METADATA_FORMAT = 2
+TEXT_NORMS_FILE = "qgpu_text_norms.safetensors"
+"""The base's own hidden-size norm weights (before compensation), under their merged names: with
+them the base half of a merged checkpoint is exactly the base (qgpu/split.py)."""
 SHARD_BYTES = 2 << 30
 """Output shard size: bounds the merge's memory to about one shard plus one base tensor."""
 
@@ -91,7 +94,7 @@ def read_text_config(base_dir: Path) -> dict:
 
 def circuit_layer_shapes(text_config: dict, k_dims: int) -> dict[str, tuple[int, ...]]:
     """Circuit-local shapes of one circuit layer: the base's layer shapes with hidden size K."""
-    config = _text_config(
+    config = qwen_text_config(
         {**text_config, "hidden_size": k_dims, "num_hidden_layers": 1},
         layer_types=[CIRCUIT_LAYER_TYPE],
     )
@@ -128,7 +131,7 @@ def merge(
         token_ids = {name: vocab + i for i, name in enumerate(circuit.token_names)}
         tokenizer = _tokenizer_with(base_dir, token_ids)
         n_circuit, n_base = len(circuit.layers), base.config.num_hidden_layers
-        config = _text_config(
+        config = qwen_text_config(
             {
                 **base.text,
                 "hidden_size": hidden,
@@ -145,6 +148,7 @@ def merge(
         shapes = _expected_shapes(config, [name for name, _ in plan])
         out_dir.mkdir(parents=True, exist_ok=True)
         _write_shards(out_dir, plan, shapes)
+        _write_text_norms(out_dir, base, n_circuit)
 
     config.save_pretrained(out_dir)
     _write_generation_config(base_dir, out_dir, config)
@@ -166,6 +170,7 @@ def merge(
         "base_layers": [n_circuit, n_circuit + n_base],
         "anchor": {"dim": d_base + nx.ANCHOR_DIM, "value": anchor, "exp": nx.ANCHOR_EXP},
         "norm_scale": math.sqrt(d_base / hidden),
+        "text_norms": TEXT_NORMS_FILE,
         "token_ids": token_ids,
         "circuit": circuit.metadata,
     }
@@ -215,6 +220,29 @@ def _plan(base: _BaseCheckpoint, circuit: CircuitWeights, widen: _Widener) -> _P
     return plan
 
 
+def _write_text_norms(out_dir: Path, base: _BaseCheckpoint, n_circuit: int) -> None:
+    """The uncompensated base norms, as stored in the base (stock loading never reads this)."""
+    norms = {"model.norm.weight": base.get(base.lm + "norm.weight")}
+    for i in range(base.config.num_hidden_layers):
+        for key in sorted(_HIDDEN_NORMS):
+            norms[f"model.layers.{n_circuit + i}.{key}"] = base.get(f"{base.lm}layers.{i}.{key}")
+    save_file({k: v.contiguous() for k, v in norms.items()}, out_dir / TEXT_NORMS_FILE,
+              metadata={"format": "pt"})  # fmt: skip
+    (out_dir / TEXT_NORMS_FILE).chmod(0o644)
+
+
+def base_slice(key: str, t, d_base: int) -> torch.Tensor:
+    """Undo `_Widener.base` for one base-layer tensor (norms excepted: see TEXT_NORMS_FILE).
+    `t` is a tensor or a safetensors slice, so the padding need not be read at all."""
+    if key in _READS_HIDDEN:
+        return t[:, :d_base]
+    if key in _WRITES_HIDDEN:
+        return t[:d_base]
+    if key in _NO_HIDDEN_AXIS:
+        return t[:]
+    raise UsageError(f"base layer tensor {key} has no known place in the widened model")
+
+
 class _BaseCheckpoint:
     """Lazy, name-indexed access to a base checkpoint's safetensors, in either layout."""
 
@@ -234,8 +262,8 @@ class _BaseCheckpoint:
             tied = config.get("tie_word_embeddings")
         if self.text.get("model_type", "qwen3_5_text") != "qwen3_5_text":
             raise UsageError(f"{base_dir}: not a Qwen3.5 checkpoint ({self.text['model_type']})")
-        self.config = _text_config(self.text, layer_types=self.text.get("layer_types"))
-        self.files = _tensor_files(base_dir)
+        self.config = qwen_text_config(self.text, layer_types=self.text.get("layer_types"))
+        self.files = tensor_files(base_dir)
         self.dropped: dict[str, int] = {}
         for name in self.files:
             part = next((v for k, v in _DROPPED_PREFIXES.items() if name.startswith(k)), None)
@@ -480,13 +508,16 @@ def _check_tokenizer(out_dir: Path, token_ids: dict[str, int]) -> None:
         )
 
 
-def _tensor_files(base_dir: Path) -> dict[str, Path]:
-    """Tensor name -> safetensors file, from the shard index or by scanning the files."""
+def tensor_files(base_dir: Path) -> dict[str, Path]:
+    """Tensor name -> safetensors file, from the shard index or by scanning the model files
+    (qgpu's own sidecar files are not part of the model)."""
     index = base_dir / "model.safetensors.index.json"
     if index.is_file():
         return {n: base_dir / f for n, f in _read_json(index)["weight_map"].items()}
     files: dict[str, Path] = {}
     for path in sorted(base_dir.glob("*.safetensors")):
+        if path.name.startswith("qgpu_"):
+            continue
         with safe_open(path, "pt") as f:
             files.update(dict.fromkeys(f.keys(), path))
     if not files:
@@ -494,7 +525,7 @@ def _tensor_files(base_dir: Path) -> dict[str, Path]:
     return files
 
 
-def _text_config(values: dict, *, layer_types: list[str] | None) -> Qwen3_5TextConfig:
+def qwen_text_config(values: dict, *, layer_types: list[str] | None) -> Qwen3_5TextConfig:
     skip = {"model_type", "transformers_version", "architectures", "layer_types", "dtype"}
     return Qwen3_5TextConfig(
         **{k: v for k, v in values.items() if k not in skip}, layer_types=layer_types

@@ -105,6 +105,7 @@ def write_tiny_base(
     num_layers: int = 4,
     seed: int = 0,
     text_only: bool = False,
+    tied: bool = True,
     real_2b_shapes: bool = False,
     dtype: str = "bfloat16",
     intermediate_size: int = 6144,
@@ -119,6 +120,7 @@ def write_tiny_base(
 
     The default is a `Qwen3_5ForConditionalGeneration` checkpoint (text, a one-block vision tower,
     a one-layer MTP head); `text_only` writes a `Qwen3_5ForCausalLM` one without vision or MTP.
+    `tied=False` gives it its own `lm_head.weight`, as Qwen3.5-9B has.
     `real_2b_shapes` replaces every shape argument with the 2B's text shapes, for benchmarks:
     1.88B parameters, 3.76 GB of bf16 text-only, ~30 s and ~4.5 GB RAM to write here (the vision
     tower stays the tiny one).
@@ -137,7 +139,7 @@ def write_tiny_base(
     }
     if real_2b_shapes:
         dims = dict(REAL_2B_SHAPES)
-    config = base_config(**dims, layer_types=layer_types, text_only=text_only)
+    config = base_config(**dims, layer_types=layer_types, text_only=text_only, tied=tied)
     config.dtype = dtype
     torch_dtype = getattr(torch, dtype)
     text = config if text_only else config.text_config
@@ -145,7 +147,9 @@ def write_tiny_base(
     model_cls = Qwen3_5ForCausalLM if text_only else Qwen3_5ForConditionalGeneration
     with torch.device("meta"):
         model = model_cls(config)
-    shapes = {n: tuple(t.shape) for n, t in model.state_dict().items() if n != "lm_head.weight"}
+    shapes = {n: tuple(t.shape) for n, t in model.state_dict().items()}
+    if tied:
+        shapes.pop("lm_head.weight", None)
     if not text_only:
         shapes.update(_mtp_shapes(text))
     residual_scale = (2 * text.num_hidden_layers) ** -0.5
@@ -175,6 +179,7 @@ def base_config(
     kv_heads: int,
     layer_types: Sequence[str] | None = None,
     text_only: bool = False,
+    tied: bool = True,
 ) -> PreTrainedConfig:
     """The config a real Qwen3.5 checkpoint of these shapes would ship, keys named as upstream."""
     if layer_types is None:
@@ -199,7 +204,7 @@ def base_config(
         layer_types=list(layer_types),
         max_position_embeddings=MAX_POSITIONS,
         rope_parameters=dict(ROPE_PARAMETERS),
-        tie_word_embeddings=True,
+        tie_word_embeddings=tied,
         eos_token_id=ENDOFTEXT_ID,
         attn_output_gate=True,
         mtp_num_hidden_layers=1,
@@ -211,7 +216,7 @@ def base_config(
     config = Qwen3_5Config(
         text_config=text.to_dict(),
         vision_config={**TINY_VISION, "out_hidden_size": hidden_size},
-        tie_word_embeddings=True,
+        tie_word_embeddings=tied,
     )
     config.architectures = ["Qwen3_5ForConditionalGeneration"]
     return config
@@ -259,8 +264,8 @@ def _init_tensor(
     """Seeded fp32 init by tensor name, with scales that keep activations and logits O(1).
 
     Zero-centred RMSNorms (`x * (1 + w)`) start at 0, the GDN gated norm (a plain weight) at 1;
-    projections are N(0, 1/fan_in), shrunk on the residual writes; embeddings give logits of
-    std 2 through the tied head, padding rows are zero.
+    projections are N(0, 1/fan_in), shrunk on the residual writes; embeddings (and an untied
+    head) give logits of std 2, padding rows are zero.
     """
     canonical = name.removeprefix("model.").removeprefix("language_model.")
     digest = hashlib.sha256(f"{seed}:{canonical}".encode()).digest()
@@ -275,7 +280,7 @@ def _init_tensor(
         return torch.empty(shape).uniform_(1.0, 16.0, generator=gen).log_()
     if name.endswith("dt_bias"):
         return torch.ones(shape)
-    if name.endswith("embed_tokens.weight"):
+    if name.endswith(("embed_tokens.weight", "lm_head.weight")):
         weight = torch.randn(shape, generator=gen) * (2.0 / shape[1] ** 0.5)
         weight[FIRST_SPECIAL_ID + len(SPECIAL_TOKENS) :] = 0.0
         return weight

@@ -22,7 +22,14 @@ from qgpu import merge as merge_module
 from qgpu.build import null_circuit
 from qgpu.compiler.numerics import ANCHOR_EXP
 from qgpu.errors import UsageError
-from qgpu.merge import METADATA_FILE, CircuitWeights, merge, read_text_config
+from qgpu.merge import (
+    METADATA_FILE,
+    TEXT_NORMS_FILE,
+    CircuitWeights,
+    merge,
+    read_text_config,
+    tensor_files,
+)
 from qgpu.tinybase import VOCAB_SIZE, write_tiny_base
 
 D_BASE = 64
@@ -73,11 +80,11 @@ def tokenizer_of(path: Path):
 
 
 def tensors(path: Path) -> dict[str, torch.Tensor]:
-    """All tensors of a checkpoint, single-file or sharded."""
+    """All model tensors of a checkpoint, single-file or sharded."""
     out = {}
-    for file in sorted(path.glob("*.safetensors")):
+    for name, file in tensor_files(path).items():
         with safe_open(file, "pt") as f:
-            out.update({name: f.get_tensor(name) for name in f.keys()})
+            out[name] = f.get_tensor(name)
     return out
 
 
@@ -118,10 +125,16 @@ def test_checkpoint_layout(merged: dict[str, Path], base: Path, circuit) -> None
     assert meta["base"]["dropped_tensors"]["vision"] > 0 and meta["base"]["dropped_tensors"]["mtp"]
     assert {p.name for p in path.iterdir()} >= {
         "model.safetensors", "config.json", "generation_config.json", "tokenizer.json",
-        "tokenizer_config.json", "chat_template.jinja", METADATA_FILE,
+        "tokenizer_config.json", "chat_template.jinja", METADATA_FILE, TEXT_NORMS_FILE,
     }  # fmt: skip
-
     got, src = tensors(path), tensors(base)
+    with safe_open(path / TEXT_NORMS_FILE, "pt") as f:  # the uncompensated base norms
+        kept = {name: f.get_tensor(name) for name in f.keys()}
+    assert len(kept) == 2 * 4 + 1
+    assert torch.equal(kept["model.norm.weight"], src["model.language_model.norm.weight"])
+    assert torch.equal(kept["model.layers.5.post_attention_layernorm.weight"],
+                       src["model.language_model.layers.3.post_attention_layernorm.weight"])
+
     assert "lm_head.weight" not in got
     assert not any(n.startswith(("mtp.", "model.visual.", "model.language_model.")) for n in got)
     emb, base_emb = (
@@ -371,16 +384,8 @@ def test_text_kl_bfloat16(merged: dict[str, Path], base: Path) -> None:
 
 def untied(tmp_path: Path, cache: Path) -> Path:
     """A text-only tiny base with its own lm_head (like Qwen3.5-9B)."""
-    path = write_tiny_base(tmp_path / "untied", seed=SEED, dtype="float32", text_only=True,
-                           cache_dir=cache)  # fmt: skip
-    weights = tensors(path)
-    gen = torch.Generator().manual_seed(3)
-    weights["lm_head.weight"] = torch.randn(VOCAB_SIZE, D_BASE, generator=gen) / 4
-    save_file(weights, path / "model.safetensors", metadata={"format": "pt"})
-    config = json.loads((path / "config.json").read_text())
-    config["tie_word_embeddings"] = False
-    (path / "config.json").write_text(json.dumps(config))
-    return path
+    return write_tiny_base(tmp_path / "untied", seed=SEED, dtype="float32", text_only=True,
+                           tied=False, cache_dir=cache)  # fmt: skip
 
 
 def test_untied_base_gets_circuit_rows_in_its_head(tmp_path: Path, circuit, cache: Path) -> None:
