@@ -126,8 +126,7 @@ class _Launch:
         if dynamic_shared < 0 or dynamic_shared % 4:
             raise UsageError(
                 f"dynamic shared size must be a multiple of 4 bytes, got {dynamic_shared}")
-        self.shared_bytes = max(prog.static_shared_bytes,
-                                prog.dynamic_shared_offset + dynamic_shared)
+        self.shared_bytes = prog.shared_bytes(dynamic_shared)
         if self.shared_bytes > limits.SHARED_WORDS * limits.WORD_BYTES:
             raise ResourceError(
                 f"{prog.name} needs {self.shared_bytes} bytes of shared memory per block; the "

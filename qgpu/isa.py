@@ -238,6 +238,14 @@ class Term:
     pred: int = 0
     negated: bool = False
 
+    def successors(self) -> list[int]:
+        """Blocks a thread may run next (reconvergence is reached through these)."""
+        if self.kind == TermKind.EXIT:
+            return []
+        if self.kind == TermKind.BRA:
+            return [self.target, self.other]
+        return [self.target]
+
 
 @dataclass(frozen=True)
 class Block:
@@ -265,6 +273,10 @@ class Program:
 
     def instruction_count(self) -> int:
         return sum(len(b.instrs) for b in self.blocks)
+
+    def shared_bytes(self, dynamic_shared: int) -> int:
+        """Shared memory a thread block of this kernel uses with this much dynamic shared."""
+        return max(self.static_shared_bytes, self.dynamic_shared_offset + dynamic_shared)
 
 
 # --- binary encoding ------------------------------------------------------------------------

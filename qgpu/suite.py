@@ -14,7 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from qgpu.driver import SUITE_DIR, CompiledModule, load_ptx
+from qgpu import tokens
+from qgpu.driver import SUITE_DIR, CompiledModule, load_ptx, place_arguments
 from qgpu.errors import QgpuError
 
 sys.path.insert(0, str(SUITE_DIR.parent))
@@ -73,17 +74,28 @@ def check_kernel(k: SuiteKernel, seed: int, module: CompiledModule | None = None
                                 dynamic_shared=k.dynamic_shared, backend=backend)
             diffs[backend] = first_difference(expected, res.args)
             if backend == "interp":
-                stats = res.stats
+                stats = dict(res.stats, **token_counts(k, kernel, args, res.trace))
         except QgpuError as e:
             diffs[backend] = f"{e.kind} error: {e.message}"
     return Check(k.name, seed, diffs["ptx"], diffs["interp"], stats)
+
+
+def token_counts(k: SuiteKernel, kernel, args: list[Any], trace: list) -> dict[str, int]:
+    """Prompt and generated tokens of the launch in the model's protocol (qgpu/tokens.py)."""
+    prog = kernel.program
+    place = place_arguments(kernel.ptx.params, args)
+    launch = tokens.Launch(prog, k.grid, k.block, place.params, place.memory, place.allocations,
+                           prog.shared_bytes(k.dynamic_shared) // 4)
+    return {"prompt_tokens": len(tokens.prompt_tokens(launch)),
+            "generated_tokens": len(tokens.expected_tokens(prog, trace))}
 
 
 def print_suite_report(names: list[str], seeds: int) -> int:
     """Print one line per kernel; exit status 1 if any kernel is not exact three ways."""
     kernels = [by_name(n) for n in names] if names else list(SUITE)
     failures = 0
-    print(f"{'kernel':24} {'exact':>6} {'ROM':>4} {'instr':>5} {'blocks run':>10} {'spills':>6}")
+    print(f"{'kernel':24} {'exact':>6} {'ROM':>4} {'instr':>5} {'blocks run':>10} {'spills':>6} "
+          f"{'prompt':>6} {'generated':>9}")
     t0 = time.perf_counter()
     for k in kernels:
         checks = [check_kernel(k, seed) for seed in range(seeds)]
@@ -92,7 +104,8 @@ def print_suite_report(names: list[str], seeds: int) -> int:
         st = checks[-1].stats
         print(f"{k.name:24} {len(checks) - len(bad):>3}/{len(checks):<2} "
               f"{st.get('rom_blocks', '-'):>4} {st.get('instructions', '-'):>5} "
-              f"{st.get('blocks_executed', '-'):>10} {st.get('spill_slots', '-'):>6}")
+              f"{st.get('blocks_executed', '-'):>10} {st.get('spill_slots', '-'):>6} "
+              f"{st.get('prompt_tokens', '-'):>6} {st.get('generated_tokens', '-'):>9}")
         for c in bad:
             print(f"    seed {c.seed}: ptx: {c.ptx or 'exact'}; machine: {c.machine or 'exact'}")
     print(f"{len(kernels) - failures}/{len(kernels)} kernels exact on {seeds} seeds "

@@ -115,7 +115,8 @@ class IRFunction:
 
 def liveness(fn: IRFunction, uses_of, def_of, term_uses) -> tuple[list[set], list[set]]:
     """Per-block live-in and live-out sets of the values that uses_of/def_of/term_uses name
-    (registers or predicates), by the usual backward fixpoint."""
+    (registers or predicates), by the usual backward fixpoint. Any function whose blocks have
+    `instrs` and a `term` with `successors()` will do: a machine Program too (qgpu/rom.py)."""
     n = len(fn.blocks)
     use: list[set[int]] = [set() for _ in range(n)]
     defs: list[set[int]] = [set() for _ in range(n)]

@@ -1,0 +1,281 @@
+"""The token protocol between the host and the GPU inside the model (docs/ARCHITECTURE.md §9).
+
+The host feeds a *prompt* of tokens known before the launch (the ROM image, parameter words,
+initial global memory, the launch shape); the model then *generates* the launch: one EXEC token
+per machine block it runs (block, warp, active lanes), followed by the write-back frames that
+carry that block's live results down to the early layers where later blocks read them, and END
+(or FAULT) when the launch is over. Within one forward pass information only flows to later
+layers, so a register written at layer 30 reaches layer 5 of a later token only through a
+generated token's id: these frames are that channel, and the protocol is where tokens per launch
+are won or lost.
+
+**Frames.** A token carries at most one data byte; a GDN memory write takes its value from the
+header token and, through the 4-tap causal conv1d, from up to three data tokens right before it:
+``D3 D2 D1 HEADER``, where ``Dk`` (``<|gpu:dk:BYTE|>``) sits k tokens before the header. Headers
+with a payload carry byte 0 and ``Dk`` byte k; headers without one (ROM parts) take byte k-1 from
+``Dk``. Leading zero bytes are left out, so a value below 256 is one token. Data tokens are
+positional so that a frame's bytes can never be confused with a neighbouring frame's.
+
+Vocabulary (names ``<|gpu:...|>``, ids assigned by the merge after the base vocabulary):
+
+=========================  ======================================================  ==========
+token                      meaning                                                 where
+=========================  ======================================================  ==========
+``rom:B:s:p``              part p (24 bits) of ROM row (block B, slot s)           prompt
+``param:w:X``              parameter word w, byte 0 = X                            prompt
+``mem:ROW:X``              memory word ROW (g = global, s = shared, lL.w = local   both
+                           word w of lane L), byte 0 = X
+``block:XxY`` / ``grid:XxY``  launch shape                                         prompt
+``shared:N``               shared memory words per thread block                    prompt
+``go``                     end of the prompt: the model takes over                 prompt
+``dK:X``                   data byte X, K tokens before its header                 both
+``exec:B:wW:mM``           warp W runs machine block B with active lanes M         generated
+``cta:C``                  thread block C (C >= 1) starts                          generated
+``val:rR:L:X``             register R of lane L (or every active lane: ``all``)    generated
+                           gets the frame's value, byte 0 = X
+``pred:pP:W:V``            predicate P of the lanes in mask W gets the bits V      generated
+``end`` / ``fault:KIND``   the launch finished / stopped on a fault                generated
+=========================  ======================================================  ==========
+
+`expected_tokens` derives, from the reference interpreter's trace, exactly the tokens the model
+must generate — the yardstick of ``--check`` and of the token counts in README.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from qgpu import limits, rom
+from qgpu.errors import UsageError
+from qgpu.interp import MASK32, TraceRecord
+from qgpu.isa import Program
+
+PREFIX = "<|gpu:"
+SUFFIX = "|>"
+LANE_ALL = "all"
+DATA_POSITIONS = 3  # conv1d taps reach three tokens back
+FAULTS = (
+    "null", "global_bounds", "shared_bounds", "local_bounds", "param_bounds", "misaligned",
+    "divergent_barrier", "shuffle_lane",
+)  # fmt: skip
+"""Launch faults the model reports by name (the runtime adds the place from the trace)."""
+
+
+def name(body: str) -> str:
+    return f"{PREFIX}{body}{SUFFIX}"
+
+
+def body(token: str) -> str:
+    if not (token.startswith(PREFIX) and token.endswith(SUFFIX)):
+        raise UsageError(f"{token!r} is not a qgpu token")
+    return token[len(PREFIX):-len(SUFFIX)]
+
+
+# --- memory rows ----------------------------------------------------------------------------
+
+GLOBAL_ROWS = limits.GLOBAL_WORDS
+SHARED_ROWS = limits.SHARED_WORDS
+LOCAL_ROWS = limits.WARP_LANES * limits.LOCAL_WORDS
+
+
+def memory_rows() -> list[str]:
+    """Every memory word a MEM frame can address: global, shared, then local (per lane)."""
+    return ([f"g{w}" for w in range(GLOBAL_ROWS)] + [f"s{w}" for w in range(SHARED_ROWS)]
+            + [f"l{ln}.{w}" for ln in range(limits.WARP_LANES)
+               for w in range(limits.LOCAL_WORDS)])  # fmt: skip
+
+
+def memory_row(space: str, byte_address: int) -> str:
+    """The MEM row of a trace memory record (local addresses are lane * LOCAL_WORDS * 4 + a)."""
+    word = byte_address // limits.WORD_BYTES
+    if space == "global":
+        return f"g{word}"
+    if space == "shared":
+        return f"s{word}"
+    lane, w = divmod(word, limits.LOCAL_WORDS)
+    return f"l{lane}.{w}"
+
+
+def _row_order(row: str) -> tuple[int, ...]:
+    kind, rest = row[0], row[1:]
+    return ("gsl".index(kind), *map(int, rest.split(".")))
+
+
+# --- vocabulary -----------------------------------------------------------------------------
+
+
+def _shapes() -> list[tuple[int, int]]:
+    return [(x, y) for y in range(1, 17) for x in range(1, 17) if x * y <= 16]
+
+
+def vocabulary() -> list[str]:
+    """Every circuit token, in id order (the merge gives them ids after the base vocabulary)."""
+    bytes_ = range(256)
+    out = [name("go"), name("end")] + [name(f"fault:{f}") for f in FAULTS]
+    out += [name(f"d{k}:{x}") for k in range(1, DATA_POSITIONS + 1) for x in bytes_]
+    out += [name(f"rom:{b}:{s}:{p}") for b in range(limits.ROM_BLOCKS) for s in range(rom.SLOTS)
+            for p in range(rom.PARTS)]  # fmt: skip
+    out += [name(f"param:{w}:{x}") for w in range(limits.PARAM_WORDS) for x in bytes_]
+    out += [name(f"mem:{row}:{x}") for row in memory_rows() for x in bytes_]
+    out += [name(f"block:{x}x{y}") for x, y in _shapes()]
+    out += [name(f"grid:{x}x{y}") for x, y in _shapes()]
+    out += [name(f"shared:{n}") for n in range(limits.SHARED_WORDS + 1)]
+    out += [name(f"exec:{b}:w{w}:m{m}") for b in range(limits.ROM_BLOCKS)
+            for w in range(limits.MAX_WARPS) for m in range(1, 1 << limits.WARP_LANES)]
+    out += [name(f"cta:{c}") for c in range(1, limits.MAX_GRID_BLOCKS)]
+    lanes = [*map(str, range(limits.WARP_LANES)), LANE_ALL]
+    out += [name(f"val:r{r}:{ln}:{x}") for r in range(1, limits.NUM_REGS) for ln in lanes
+            for x in bytes_]  # fmt: skip
+    out += [name(f"pred:p{p}:{w}:{v}") for p in range(limits.NUM_PREDS)
+            for w in range(1, 1 << limits.WARP_LANES) for v in range(1 << limits.WARP_LANES)
+            if v & ~w == 0]  # fmt: skip
+    return out
+
+
+# --- frames ---------------------------------------------------------------------------------
+
+
+def frame(header: str, value: int) -> list[str]:
+    """A value frame for a header with a byte-0 payload: ``header`` has a ``{}`` for it."""
+    data = (value & MASK32).to_bytes(4, "little")
+    n = max(1, len(data.rstrip(b"\0")))
+    return [name(f"d{k}:{data[k]}") for k in range(n - 1, 0, -1)] + [name(header.format(data[0]))]
+
+
+def part_frame(header: str, value: int) -> list[str]:
+    """A frame for a header without payload (ROM parts: 24 bits); empty for a zero part."""
+    data = value.to_bytes(DATA_POSITIONS, "little")
+    n = len(data.rstrip(b"\0"))
+    return [name(f"d{k}:{data[k - 1]}") for k in range(n, 0, -1)] + ([name(header)] if n else [])
+
+
+# --- the prompt -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Launch:
+    """Everything the host knows before a launch, as the prompt states it."""
+
+    program: Program
+    grid: tuple[int, int]
+    block: tuple[int, int]
+    params: list[int]
+    memory: list[int]  # initial global memory, GLOBAL_WORDS words
+    allocations: list[tuple[int, int]]  # (byte address, bytes) of every argument array
+    shared_words: int
+
+
+def allocated_words(allocations: Iterable[tuple[int, int]]) -> list[int]:
+    return sorted({w for addr, n in allocations for w in range(addr // 4, (addr + n) // 4)})
+
+
+def prompt_tokens(launch: Launch) -> list[str]:
+    """ROM parts, parameter words, every allocated global word (its value and that it may be
+    accessed: unloaded words fault), the launch shape, then GO."""
+    out: list[str] = []
+    for (b, s), row in sorted(rom.rows(launch.program).items()):
+        for p, part in enumerate(rom.parts(row)):
+            out += part_frame(f"rom:{b}:{s}:{p}", part)
+    for w, v in enumerate(launch.params):
+        out += frame(f"param:{w}:{{}}", v)
+    for w in allocated_words(launch.allocations):
+        out += frame(f"mem:g{w}:{{}}", launch.memory[w])
+    bx, by = launch.block
+    gx, gy = launch.grid
+    out += [name(f"block:{bx}x{by}"), name(f"grid:{gx}x{gy}"),
+            name(f"shared:{launch.shared_words}"), name("go")]  # fmt: skip
+    return out
+
+
+# --- the generated launch -------------------------------------------------------------------
+
+
+def _lanes(mask: int) -> list[int]:
+    return [ln for ln in range(limits.WARP_LANES) if mask >> ln & 1]
+
+
+def block_tokens(rec: TraceRecord, live: rom.Live) -> list[str]:
+    """EXEC and the write-back frames of one executed block, in the protocol's order:
+    live registers ascending (one frame for all active lanes when they all wrote one value,
+    else one per lane), live predicates ascending, memory words in row order."""
+    out = [name(f"exec:{rec.block}:w{rec.warp}:m{rec.mask}")]
+    for r in range(1, limits.NUM_REGS):
+        writes = {ln: v for ln, reg, v in rec.regs if reg == r}
+        if not writes or not live.regs >> r & 1:
+            continue
+        if set(writes) == set(_lanes(rec.mask)) and len(set(writes.values())) == 1:
+            out += frame(f"val:r{r}:{LANE_ALL}:{{}}", next(iter(writes.values())))
+        else:
+            for ln in sorted(writes):
+                out += frame(f"val:r{r}:{ln}:{{}}", writes[ln])
+    for p in range(limits.NUM_PREDS):
+        writes = {ln: v for ln, pp, v in rec.preds if pp == p}
+        if writes and live.preds >> p & 1:
+            wmask = sum(1 << ln for ln in writes)
+            vals = sum(1 << ln for ln, v in writes.items() if v)
+            out.append(name(f"pred:p{p}:{wmask}:{vals}"))
+    rows = sorted(((memory_row(sp, a), v) for sp, a, v in rec.mem), key=lambda t: _row_order(t[0]))
+    for row, v in rows:
+        out += frame(f"mem:{row}:{{}}", v)
+    return out
+
+
+def expected_tokens(program: Program, trace: list[TraceRecord]) -> list[str]:
+    """The tokens the model must generate for a launch the reference interpreter completed."""
+    live = rom.live_out(program)
+    out: list[str] = []
+    cta = 0
+    for rec in trace:
+        if rec.cta != cta:
+            cta = rec.cta
+            out.append(name(f"cta:{cta}"))
+        out += block_tokens(rec, live[rec.block])
+    return out + [name("end")]
+
+
+# --- decoding -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Event:
+    """One machine event of a token trace: a header with its frame's value, or a bare token."""
+
+    kind: str  # the header's first field: exec, val, mem, pred, rom, param, ...
+    fields: tuple[str, ...]
+    value: int | None
+    first: int  # index of the frame's first token
+    last: int  # index of the header
+
+    def __str__(self) -> str:
+        what = ":".join((self.kind, *self.fields))
+        return what if self.value is None else f"{what} = {self.value}"
+
+
+_PAYLOAD = frozenset({"param", "mem", "val"})
+
+
+def decode(tokens: Iterable[str]) -> list[Event]:
+    """Group a token trace into events; data tokens attach to the header after them."""
+    events: list[Event] = []
+    pending: dict[int, int] = {}
+    start: int | None = None
+    for i, tok in enumerate(tokens):
+        kind, *fields = body(tok).split(":")
+        if kind[0] == "d" and kind[1:].isdigit():
+            pending[int(kind[1:])] = int(fields[0])
+            start = i if start is None else start
+            continue
+        value = None
+        if kind in _PAYLOAD:
+            *fields, low = fields
+            value = int(low) | sum(x << (8 * k) for k, x in pending.items())
+        elif kind == "rom":
+            value = sum(x << (8 * (k - 1)) for k, x in pending.items())
+        elif pending:
+            raise UsageError(f"token {i} ({tok}) cannot follow data tokens")
+        events.append(Event(kind, tuple(fields), value, i if start is None else start, i))
+        pending, start = {}, None
+    if pending:
+        raise UsageError("the trace ends inside a frame")
+    return events

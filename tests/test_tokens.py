@@ -1,0 +1,137 @@
+"""The token protocol: vocabulary, frames, the prompt, the expected launch and its decoding."""
+
+import random
+
+import pytest
+
+from qgpu import limits
+from qgpu import tokens as T
+from qgpu.driver import SUITE_DIR, compile_file, place_arguments
+from qgpu.errors import UsageError
+from qgpu.interp import run_program
+
+
+def test_vocabulary_is_unique_and_parses() -> None:
+    vocab = T.vocabulary()
+    assert len(vocab) == len(set(vocab)) == 99_710
+    assert all(T.name(T.body(t)) == t for t in vocab)
+    names = set(vocab)
+    for seq in (T.frame("val:r5:all:{}", 0xDEADBEEF), T.frame("mem:s3:{}", 7),
+                T.part_frame("rom:127:4:2", 0xABCDEF)):
+        assert set(seq) <= names
+
+
+@pytest.mark.parametrize("value, length", [(0, 1), (255, 1), (256, 2), (0xFFFF, 2),
+                                           (0x10000, 3), (1 << 24, 4), (-1, 4)])
+def test_frames_drop_leading_zero_bytes(value: int, length: int) -> None:
+    seq = T.frame("val:r1:0:{}", value)
+    assert len(seq) == length
+    (event,) = T.decode(seq)
+    assert (event.kind, event.fields, event.value) == ("val", ("r1", "0"), value & 0xFFFFFFFF)
+
+
+def test_decode_round_trips_random_frames() -> None:
+    rng = random.Random(0)
+    seq, want = [], []
+    for _ in range(200):
+        value = rng.choice([rng.randrange(256), rng.randrange(1 << 16), rng.randrange(1 << 32)])
+        if rng.random() < 0.5:
+            seq += T.frame(f"mem:g{rng.randrange(128)}:{{}}", value)
+            want.append(value)
+        else:
+            part = value & 0xFFFFFF
+            frame = T.part_frame(f"rom:{rng.randrange(128)}:0:1", part)
+            seq += frame
+            if frame:
+                want.append(part)
+    assert [e.value for e in T.decode(seq)] == want
+
+
+def test_decode_rejects_broken_frames() -> None:
+    with pytest.raises(UsageError, match="inside a frame"):
+        T.decode([T.name("d1:3")])
+    with pytest.raises(UsageError, match="cannot follow data"):
+        T.decode([T.name("d1:3"), T.name("end")])
+    with pytest.raises(UsageError, match="not a qgpu token"):
+        T.decode(["hello"])
+
+
+def dot_launch(a: list[int], b: list[int]):
+    kernel = compile_file(SUITE_DIR / "dot.cu").kernel()
+    prog = kernel.program
+    args = [a, b, {"zeros": 1}, len(a)]
+    place = place_arguments(kernel.ptx.params, args)
+    run = run_program(prog, grid=(1, 1), block=(4, 1), params=place.params,
+                      memory=place.memory, allocations=place.allocations)
+    launch = T.Launch(prog, (1, 1), (4, 1), place.params, place.memory, place.allocations, 0)
+    return launch, run
+
+
+def test_dot_product_launch_is_27_generated_tokens() -> None:
+    """[1,2,3].[4,5,6]: the issue's yardstick (reference system: 47 tokens)."""
+    launch, run = dot_launch([1, 2, 3], [4, 5, 6])
+    events = [str(e) for e in T.decode(T.expected_tokens(launch.program, run.trace))]
+    assert events == [
+        "exec:0:w0:m15", "val:r1:all = 4", "val:r2:all = 20", "val:r3:all = 36",
+        "val:r4:all = 3",
+        "exec:1:w0:m15", "val:r5:0 = 0", "val:r5:1 = 1", "val:r5:2 = 2", "val:r5:3 = 3",
+        "exec:2:w0:m7", "val:r6:all = 4",
+        "exec:3:w0:m7", "val:r7:0 = 4", "val:r7:1 = 5", "val:r7:2 = 6", "val:r8:0 = 4",
+        "val:r8:1 = 8", "val:r8:2 = 12",
+        "exec:4:w0:m7", "val:r5:0 = 4", "val:r5:1 = 5", "val:r5:2 = 6", "mem:g9 = 32",
+        "exec:5:w0:m7", "exec:6:w0:m15", "end",
+    ]
+    assert len(T.expected_tokens(launch.program, run.trace)) == 27
+
+
+def test_prompt_states_rom_params_memory_and_shape() -> None:
+    launch, _ = dot_launch([1, 2, 300], [4, 5, 6])
+    prompt = T.prompt_tokens(launch)
+    events = T.decode(prompt)
+    assert prompt[-4:] == [T.name("block:4x1"), T.name("grid:1x1"), T.name("shared:0"),
+                           T.name("go")]
+    mem = {e.fields[0]: e.value for e in events if e.kind == "mem"}
+    # a at words 1..3, guard word 4, b at 5..7, guard 8, out at 9 (zero, but allocated)
+    assert mem == {"g1": 1, "g2": 2, "g3": 300, "g5": 4, "g6": 5, "g7": 6, "g9": 0}
+    params = [e.value for e in events if e.kind == "param"]
+    assert params == launch.params == [4, 20, 36, 3]
+    rom_rows: dict[tuple[str, str], int] = {}
+    for e in events:
+        if e.kind == "rom":
+            block, slot, part = e.fields
+            rom_rows[(block, slot)] = rom_rows.get((block, slot), 0) | e.value << (24 * int(part))
+    from qgpu import rom
+    assert {(int(b), int(s)): v for (b, s), v in rom_rows.items()} == rom.rows(launch.program)
+
+
+def test_memory_rows_cover_every_space() -> None:
+    rows = T.memory_rows()
+    assert len(rows) == len(set(rows)) == limits.GLOBAL_WORDS + limits.SHARED_WORDS \
+        + limits.WARP_LANES * limits.LOCAL_WORDS
+    assert T.memory_row("global", 36) == "g9"
+    assert T.memory_row("shared", 8) == "s2"
+    assert T.memory_row("local", 4 * (limits.LOCAL_WORDS * 2 + 3)) == "l2.3"
+
+
+def test_predicates_and_uniform_values() -> None:
+    """A divergent write is per lane; a uniform one is one frame; predicates carry masks."""
+    from qgpu.isa import Block, Cmp, Instr, Op, Program, SReg, Term, TermKind
+
+    def imm(op, d, a, v, **kw):
+        return Instr(op, d, a, imm=v, bi=True, **kw)
+
+    prog = Program("t", (
+        Block((Instr(Op.S2R, 1, mod=SReg.TID_X), imm(Op.SETP, 2, 1, 2, mod=Cmp.LT),
+               imm(Op.ADD, 2, 0, 9)), Term(TermKind.JMP, 1)),
+        Block((Instr(Op.SEL, 3, 1, 2, c=2), imm(Op.ADD, 4, 0, 1, guard=3)),
+              Term(TermKind.JMP, 2)),
+        Block((Instr(Op.ST, 0, 0, 3, imm=4), Instr(Op.ST, 0, 0, 4, imm=8)),
+              Term(TermKind.EXIT)),
+    ), 1, 0, 0, 0)
+    run = run_program(prog, grid=(1, 1), block=(4, 1), params=[4],
+                      memory=[0] * limits.GLOBAL_WORDS)
+    events = [str(e) for e in T.decode(T.expected_tokens(prog, run.trace))]
+    assert events[:5] == ["exec:0:w0:m15", "val:r1:0 = 0", "val:r1:1 = 1", "val:r1:2 = 2",
+                          "val:r1:3 = 3"]
+    assert "val:r2:all = 9" in events and "pred:p2:15:3" in events
+    assert "val:r4:0 = 1" in events and "val:r4:1 = 1" in events  # guarded by p2: lanes 0, 1
