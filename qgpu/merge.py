@@ -32,10 +32,13 @@ from transformers import GenerationConfig, Qwen3_5ForCausalLM, Qwen3_5TextConfig
 from transformers.models.qwen3_5.modeling_qwen3_5 import Qwen3_5DecoderLayer
 
 from qgpu.compiler import numerics as nx
+from qgpu.compiler.schedule import allocation_table
 from qgpu.errors import UsageError
 
 METADATA_FILE = "qgpu_circuit.json"
 METADATA_FORMAT = 2
+ALLOCATION_FILE = "qgpu_allocation.txt"
+"""The circuit's allocation map as a readable table (the JSON is in METADATA_FILE)."""
 TEXT_NORMS_FILE = "qgpu_text_norms.safetensors"
 """The base's own hidden-size norm weights (before compensation), under their merged names: with
 them the base half of a merged checkpoint is exactly the base (qgpu/split.py)."""
@@ -175,6 +178,9 @@ def merge(
         "circuit": circuit.metadata,
     }
     (out_dir / METADATA_FILE).write_text(json.dumps(metadata, indent=2) + "\n")
+    if "allocation" in circuit.metadata:
+        table = allocation_table(circuit.metadata["allocation"])
+        (out_dir / ALLOCATION_FILE).write_text(table + "\n")
     return out_dir
 
 

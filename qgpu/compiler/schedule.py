@@ -87,15 +87,19 @@ class Schedule:
 
     def table(self) -> str:
         """The allocation map as a readable table."""
-        m = self.allocation_map()
-        lines = [f"{self.layers} layers, {self.k_used} residual dims"]
-        for layer in m["layers"]:
-            lines.append(f"layer {layer['layer']}:")
-            lines += [f"  GDN {k}: {v}" for k, v in layer["gdn_heads"].items()]
-            lines += [f"  MLP neurons {k}: {v}" for k, v in layer["mlp_neurons"].items()]
-        lines.append("residual:")
-        lines += [f"  {r['dims']!s:>16} {r['what']}" for r in m["residual"]]
-        return "\n".join(lines)
+        return allocation_table(self.allocation_map())
+
+
+def allocation_table(m: dict) -> str:
+    """An allocation map (``Schedule.allocation_map``) as a readable table."""
+    lines = [f"{len(m['layers'])} layers, {m['k_used']} residual dims"]
+    for layer in m["layers"]:
+        lines.append(f"layer {layer['layer']}:")
+        lines += [f"  GDN {k}: {v}" for k, v in layer["gdn_heads"].items()]
+        lines += [f"  MLP neurons {k}: {v}" for k, v in layer["mlp_neurons"].items()]
+    lines.append("residual:")
+    lines += [f"  {r['dims']!s:>16} {r['what']}" for r in m["residual"]]
+    return "\n".join(lines)
 
 
 def _ranges(ds: list[int]) -> list[list[int]] | list[int]:

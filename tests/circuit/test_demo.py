@@ -16,7 +16,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from qgpu.build import build
 from qgpu.circuit import demo
-from qgpu.merge import METADATA_FILE
+from qgpu.merge import ALLOCATION_FILE, METADATA_FILE
 
 PROGRAMS = int(os.environ.get("QGPU_DEMO_PROGRAMS", "12"))
 DTYPES = ("float32", "bfloat16")
@@ -46,6 +46,17 @@ def test_random_programs_are_exact(merged) -> None:
         assert got == want, f"{dtype} program {n} ({listing}): first divergence at token {first}"
         if want[-1] == demo.HALT_NAME:
             assert got_regs == regs, f"{dtype} program {n} ({listing})"
+
+
+def test_build_exports_the_allocation_map(merged) -> None:
+    dtype, model, _, banks = merged
+    path = Path(model.name_or_path)
+    meta = json.loads((path / METADATA_FILE).read_text())["circuit"]["allocation"]
+    table = (path / ALLOCATION_FILE).read_text()
+    assert len(meta["layers"]) == 3 and meta["k_used"] > 0
+    assert table.startswith(f"3 layers, {meta['k_used']} residual dims")
+    assert "bank rom (8 rows)" in table and "rules decode" in table and " anchor" in table
+    assert {r["what"] for r in meta["residual"]} >= {"anchor", "fetch", "ins", "out"}
 
 
 def test_prefill_equals_token_by_token(merged) -> None:
