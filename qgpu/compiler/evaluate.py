@@ -2,15 +2,17 @@
 
 Tokens are processed in order; within a token, rule groups and memory banks run in dependency
 order. Memory banks persist across tokens; a read sees a write of the same token (GDN reads after
-it writes). The evaluator also checks each node's exactness condition (one-hot addresses, valid
-words, 0/1 dims) and raises on a violation, naming the node.
+it writes); a write part with a tap takes that feature's value in an earlier token (zeros before
+the first token, as the conv1d pads). The evaluator also checks each node's exactness condition
+(one-hot addresses, valid words, 0/1 dims) and raises on a violation, naming the node.
 """
 
 from __future__ import annotations
 
 from graphlib import TopologicalSorter
 
-from qgpu.compiler.graph import Graph
+from qgpu.compiler import numerics
+from qgpu.compiler.graph import Graph, Write
 
 Values = dict[str, list[int]]
 
@@ -31,8 +33,7 @@ def node_order(g: Graph) -> list[tuple[str, str]]:
     for name, ins in g.rule_inputs.items():
         deps[("rules", name)] = {producer[f] for f in ins if f in producer}
     for b in g.banks:
-        ins = {w.addr for w in g.writes if w.bank == b} | {w.value for w in g.writes if w.bank == b}
-        ins |= {r.addr for r in g.reads if r.bank == b}
+        ins = g.write_inputs(b) | {r.addr for r in g.reads if r.bank == b}
         deps[("bank", b)] = {producer[f] for f in ins if f in producer}
     return list(TopologicalSorter(deps).static_order())
 
@@ -44,6 +45,7 @@ class Evaluator:
         self.g = g
         self.order = node_order(g)
         self.memory: dict[str, dict[int, list[int]]] = {b: {} for b in g.banks}
+        self.history: list[Values] = []  # the last CONV_REACH tokens' values, newest last
 
     def step(self, token: Values) -> Values:
         """Evaluate one token given its input features; returns every feature's value."""
@@ -58,6 +60,7 @@ class Evaluator:
                 self._rules(name, vals)
             else:
                 self._bank(name, vals)
+        self.history = (self.history + [vals])[-numerics.CONV_REACH:]
         return vals
 
     def _rules(self, name: str, vals: Values) -> None:
@@ -78,24 +81,38 @@ class Evaluator:
         return hot[0] if hot else None
 
     def _bank(self, name: str, vals: Values) -> None:
-        mem = self.memory[name]
+        mem, bits = self.memory[name], self.g.banks[name].code == "bits"
         for w in self.g.writes:
             if w.bank != name:
                 continue
             row = self._hot(w.addr, vals, f"write to {name}")
-            if row is None:
-                continue
-            word = vals[w.value]
-            if any(sum(word[4 * k:4 * k + 4]) != 1 for k in range(len(word) // 4)) or \
-                    any(v not in (0, 1) for v in word):
-                raise CircuitError(f"write to {name}: {w.value} is not a valid word")
-            mem[row] = word + [1, 0, 0, 0] * (32 - len(word) // 4)  # missing digits are 0
+            if row is not None:
+                mem[row] = self._bits_row(w, vals) if bits else self._word_row(w, vals)
         for r in self.g.reads:
             if r.bank == name:
                 row = self._hot(r.addr, vals, f"read from {name}")
                 size = self.g.features[r.out].size
                 stored = mem.get(row) if row is not None else None
                 vals[r.out] = stored[:size] if stored is not None else [0] * size
+
+    def _word_row(self, w: Write, vals: Values) -> list[int]:
+        word = vals[w.parts[0].feature]
+        if any(sum(word[4 * k:4 * k + 4]) != 1 for k in range(len(word) // 4)) or \
+                any(v not in (0, 1) for v in word):
+            raise CircuitError(f"write to {w.bank}: {w.parts[0].feature} is not a valid word")
+        return word + [1, 0, 0, 0] * (numerics.ROW_DIGITS - len(word) // 4)  # missing digits: 0
+
+    def _bits_row(self, w: Write, vals: Values) -> list[int]:
+        row = [0] * numerics.ROW_BITS
+        for p in w.parts:
+            if p.tap > len(self.history):
+                value = [0] * self.g.features[p.feature].size
+            else:
+                value = (self.history[-p.tap] if p.tap else vals)[p.feature]
+            if any(v not in (0, 1) for v in value):
+                raise CircuitError(f"write to {w.bank}: {p.feature} (tap {p.tap}) is not 0/1")
+            row[p.offset:p.offset + len(value)] = value
+        return row
 
 
 def evaluate(g: Graph, tokens: list[Values]) -> list[Values]:

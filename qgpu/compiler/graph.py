@@ -9,9 +9,12 @@ exactly one node:
 
 * ``Rule`` — one MLP neuron: it fires when all its literals (dim = 0 / dim = 1) hold and then adds
   +1 or -1 to some dims. Lookup tables, AND/OR, multiplexers, copy and clear are sets of rules.
-* ``Write`` / ``Read`` — one GDN head holds a bank of up to 128 words; a write stores a word at a
-  one-hot address (no address = no write), a read returns the word at a one-hot address (the new
-  word if the same token wrote it).
+* ``Write`` / ``Read`` — one GDN head holds a bank of up to 128 rows; a write stores a row at a
+  one-hot address (no address = no write), a read returns the row at a one-hot address (the new
+  row if the same token wrote it). A ``word`` bank stores words; a ``bits`` bank stores up to
+  126 plain bits per row (two anchor entries keep the row's norm fixed, numerics.py), so a bit
+  costs one residual dim and an unwritten row reads as zeros. A write to a ``bits`` bank may take
+  parts of its row from the three tokens before (``Part.tap``), through the GDN's causal conv1d.
 
 The graph is the reference semantics (``evaluate.py``) and the input of the scheduler.
 """
@@ -53,12 +56,17 @@ class Rule:
     label: str = ""
 
 
+BankCode = Literal["word", "bits"]
+
+
 @dataclass(frozen=True)
 class Bank:
-    """A memory bank: up to 128 words of 32 base-4 digits, in one GDN head."""
+    """A memory bank in one GDN head: up to 128 rows of 32 base-4 digits (``word``) or of
+    ``numerics.ROW_BITS`` bits (``bits``)."""
 
     name: str
     rows: int
+    code: BankCode = "word"
 
     def __post_init__(self) -> None:
         if not 0 < self.rows <= 128:
@@ -66,10 +74,20 @@ class Bank:
 
 
 @dataclass(frozen=True)
+class Part:
+    """Row dims offset.. of a ``bits``-bank write, from a feature of this token (tap 0) or of
+    the token ``tap`` places before (1..3: the conv1d's reach)."""
+
+    feature: str
+    tap: int = 0
+    offset: int = 0
+
+
+@dataclass(frozen=True)
 class Write:
     bank: str
     addr: str  # onehot feature of `rows` dims (all zero: no write)
-    value: str  # word feature (128 dims)
+    parts: tuple[Part, ...]  # word banks: one part, the whole word, tap 0
 
 
 @dataclass(frozen=True)
@@ -121,22 +139,54 @@ class Graph:
         self.rule_inputs[name] = ins
         self.rule_outputs[name] = outs
 
-    def bank(self, name: str, rows: int) -> Bank:
-        b = Bank(name, rows)
+    def bank(self, name: str, rows: int, code: BankCode = "word") -> Bank:
+        b = Bank(name, rows, code)
         self.banks[name] = b
         return b
 
-    def write(self, bank: str, addr: str, value: str) -> None:
+    def write(self, bank: str, addr: str, value: str | None = None, *,
+              parts: list[Part] | None = None) -> None:
+        """Store `value` (or the row assembled from `parts`) at the one-hot `addr`."""
         self._check_mem(bank, addr)
-        if self.features[value].code != "word":
-            raise ValueError(f"write to {bank}: {value} is not a word feature")
-        self.writes.append(Write(bank, addr, value))
+        if (value is None) == (parts is None):
+            raise ValueError(f"write to {bank}: give a value or parts")
+        parts = [Part(value)] if value is not None else list(parts)
+        if self.banks[bank].code == "word":
+            if len(parts) != 1 or parts[0].tap or parts[0].offset \
+                    or self.features[parts[0].feature].code != "word":
+                raise ValueError(f"write to word bank {bank}: one word feature, this token")
+        else:
+            self._check_bits_parts(bank, parts)
+        self.writes.append(Write(bank, addr, tuple(parts)))
+
+    def _check_bits_parts(self, bank: str, parts: list[Part]) -> None:
+        taken: set[int] = set()
+        for p in parts:
+            f = self.features[p.feature]
+            if f.code == "word" or f.accumulate:
+                raise ValueError(f"write to {bank}: {p.feature} is not a bits/one-hot feature")
+            if not 0 <= p.tap <= numerics.CONV_REACH:
+                raise ValueError(f"write to {bank}: tap {p.tap} is beyond the conv1d's reach")
+            if p.tap and any(r.out == p.feature for r in self.reads):
+                raise ValueError(f"write to {bank}: a memory read ({p.feature}) cannot be tapped")
+            span = set(range(p.offset, p.offset + f.size))
+            if p.offset < 0 or max(span) >= numerics.ROW_BITS or span & taken:
+                raise ValueError(f"write to {bank}: part {p.feature} overlaps or leaves the row")
+            taken |= span
 
     def read(self, bank: str, addr: str, out: str) -> None:
         self._check_mem(bank, addr)
-        if self.features[out].code != "word":
+        code, f = self.banks[bank].code, self.features[out]
+        if code == "word" and f.code != "word":
             raise ValueError(f"read from {bank}: {out} is not a word feature")
+        if code == "bits" and (f.code != "bits" or f.size > numerics.ROW_BITS):
+            raise ValueError(f"read from {bank}: {out} is not a bits feature of a row")
         self.reads.append(Read(bank, addr, out))
+
+    def write_inputs(self, bank: str) -> set[str]:
+        """Features a bank's write reads (address and every part)."""
+        return {x for w in self.writes if w.bank == bank
+                for x in (w.addr, *(p.feature for p in w.parts))}
 
     def _check_mem(self, bank: str, addr: str) -> None:
         if bank not in self.banks:

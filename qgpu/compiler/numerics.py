@@ -20,6 +20,10 @@ Every constant here was chosen so that stock ``transformers`` arithmetic produce
   exactly 0. A stored word is 32 base-4 digits, one hot dim in each group of 4, so a 128-dim row
   always has 32 non-zero entries and its per-head RMSNorm maps them to exactly 2 (up to float32
   rounding of the query scale 1/sqrt(128), removed by the carrier below).
+* **Bits rows.** A ``bits`` bank row holds ``ROW_ANCHOR`` in two entries and 0 or
+  ``VALUE_SCALE`` in each data entry. The anchors' squares (2 * 2**48) swallow every data square
+  in the float32 sum, so the per-head RMSNorm scales by exactly ``sqrt(head_dim / 2) / ROW_ANCHOR``
+  whatever the bits are (``bits_read_norm``), and an unwritten row reads as all zeros.
 * **Carrier.** Dims that receive memory reads hold ``CARRIER`` in every circuit token; the read
   adds 0 or 1 (times 1 +- a few float32 ulps), and the addition rounds back onto the exact grid.
 """
@@ -40,6 +44,10 @@ Z_GATE = 32.0  # silu(32) == 32
 READ_NORM = 2.0  # a normalised stored entry
 CARRIER = 16.0
 ROW_DIGITS = 32  # base-4 digits per stored word (128 dims)
+ROW_ANCHOR = 2.0**24  # the two anchor entries of a bits-bank row
+ROW_ANCHORS = 2
+ROW_BITS = 126  # data bits of a bits-bank row (128 dims minus the anchors)
+CONV_REACH = 3  # a write can take row parts from this many tokens back (conv1d of 4 taps)
 SILU_ZERO = -96.0  # the highest pre-activation of a neuron that must not fire
 
 ANCHOR_DIM = 0
@@ -54,6 +62,14 @@ def pad_k(d_base: int, k_min: int) -> int:
     if root * root < d_base + k_min:
         root += 1
     return root * root - d_base
+
+
+def bits_read_norm(head_dim: int) -> float:
+    """A set data bit of a bits-bank row after the GDN's per-head RMSNorm (a power of two)."""
+    scale = math.sqrt(head_dim / ROW_ANCHORS)
+    if scale != 2.0 ** round(math.log2(scale)):
+        raise ValueError(f"bits banks need head_dim / 2 to be a power of 4, not {head_dim}")
+    return VALUE_SCALE * scale / ROW_ANCHOR
 
 
 def anchor_value(hidden: int) -> float:

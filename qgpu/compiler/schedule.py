@@ -137,9 +137,7 @@ def schedule(g: Graph, shape: LayerShape) -> Schedule:
             writes = sum(w.bank == name for w in g.writes)
             if writes > 1 or sum(r.bank == name for r in g.reads) > 1:
                 raise ValueError(f"bank {name}: one write and one read per token at most")
-            ins = {w.addr for w in g.writes if w.bank == name} | \
-                {w.value for w in g.writes if w.bank == name} | \
-                {r.addr for r in g.reads if r.bank == name}
+            ins = g.write_inputs(name) | {r.addr for r in g.reads if r.bank == name}
             outs = {r.out for r in g.reads if r.bank == name}
             s = max([ready[f] for f in ins] + [-1]) + 1
             s += (s % 2 == 1)  # GDN sublayers are even
@@ -241,21 +239,29 @@ def emit(sched: Schedule, k_dims: int) -> list[dict[str, torch.Tensor]]:
             if L != layer:
                 continue
             t["linear_attn.in_proj_b.weight"][h, nx.UNIT_DIM] = nx.BETA_LOGIT * nx.SCALE
+            bits = g.banks[bank].code == "bits"
+            v0 = 2 * H * dh + h * dh  # this head's first value channel
             for w in (w for w in g.writes if w.bank == bank):
                 for r in range(g.banks[bank].rows):
                     qkv[H * dh + h * dh + r, sched.dim(w.addr, r)] = nx.KEY_SCALE * nx.SCALE
-                width = g.features[w.value].size
+                if bits:
+                    _emit_bits_write(sched, w, qkv, t["linear_attn.conv1d.weight"], v0, carriers)
+                    continue
+                value = w.parts[0].feature
+                width = g.features[value].size
                 for j in range(width):
-                    qkv[2 * H * dh + h * dh + j, sched.dim(w.value, j)] = nx.VALUE_SCALE * nx.SCALE
+                    qkv[v0 + j, sched.dim(value, j)] = nx.VALUE_SCALE * nx.SCALE
                 for j in range(width, dh, 4):  # digits the feature does not carry store 0
-                    qkv[2 * H * dh + h * dh + j, nx.UNIT_DIM] = nx.VALUE_SCALE * nx.SCALE
+                    qkv[v0 + j, nx.UNIT_DIM] = nx.VALUE_SCALE * nx.SCALE
             for rd in (r for r in g.reads if r.bank == bank):
                 for r in range(g.banks[bank].rows):
                     qkv[h * dh + r, sched.dim(rd.addr, r)] = nx.KEY_SCALE * nx.SCALE
                 z[h * dh:(h + 1) * dh, nx.UNIT_DIM] = nx.Z_GATE * nx.SCALE
+                first = nx.ROW_ANCHORS if bits else 0
+                norm = nx.bits_read_norm(dh) if bits else nx.READ_NORM
                 for j in range(g.features[rd.out].size):
-                    t["linear_attn.out_proj.weight"][sched.dim(rd.out, j), h * dh + j] = \
-                        1.0 / (nx.READ_NORM * nx.Z_GATE)
+                    t["linear_attn.out_proj.weight"][sched.dim(rd.out, j), h * dh + first + j] = \
+                        1.0 / (norm * nx.Z_GATE)
         gate, up, down = t["mlp.gate_proj.weight"], t["mlp.up_proj.weight"], \
             t["mlp.down_proj.weight"]
         groups = [(g.rules[name], n0) for name, (L, n0) in sched.neurons.items() if L == layer]
@@ -281,6 +287,22 @@ def emit(sched: Schedule, k_dims: int) -> list[dict[str, torch.Tensor]]:
                 raise ValueError(f"layer {layer} {name}: a weight is not exact in bfloat16")
         out.append(t)
     return out
+
+
+def _emit_bits_write(sched: Schedule, w, qkv: torch.Tensor, conv: torch.Tensor, v0: int,
+                     carriers: set[int]) -> None:
+    """Value channels of a bits-bank write: anchors from the unit dim, each part's bits from
+    its feature, through the conv1d tap of the token it comes from."""
+    for a in range(nx.ROW_ANCHORS):
+        qkv[v0 + a, nx.UNIT_DIM] = nx.ROW_ANCHOR * nx.SCALE
+    for p in w.parts:
+        for j in range(sched.graph.features[p.feature].size):
+            ch, d = v0 + nx.ROW_ANCHORS + p.offset + j, sched.dim(p.feature, j)
+            qkv[ch, d] = nx.VALUE_SCALE * nx.SCALE
+            if d in carriers:  # a memory read of this token: remove its carrier
+                qkv[ch, nx.UNIT_DIM] -= nx.VALUE_SCALE * nx.CARRIER * nx.SCALE
+            conv[ch, 0, :] = 0.0
+            conv[ch, 0, 3 - p.tap] = 1.0
 
 
 def embed(sched: Schedule, k_dims: int, hidden: int, token: dict[str, list[int]]) \

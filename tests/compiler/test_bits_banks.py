@@ -1,0 +1,101 @@
+"""``bits`` banks: anchored binary rows (one residual dim per bit) and writes whose value comes
+in frames over up to four tokens through the conv1d — exact in real 2B-shaped layers, float32
+and bfloat16, whole-sequence and token by token, against the weight-free evaluator."""
+
+import random
+
+import pytest
+
+from qgpu.compiler import numerics as nx
+from qgpu.compiler.evaluate import CircuitError, evaluate
+from qgpu.compiler.graph import Graph, Part, copy_bits
+from tests.compiler.helpers import MODES, bits, onehot
+from tests.compiler.test_gadgets import assert_exact
+
+ROWS = 128
+
+
+def frame_graph() -> Graph:
+    """A 32-bit register file written by frames ``d3 d2 d1 header``: byte 0 in the header, byte k
+    in the data token k places before it (absent data tokens are zero bytes)."""
+    g = Graph()
+    g.feature("waddr", ROWS, "onehot", token_input=True)
+    g.feature("b0", 8, token_input=True)
+    for k in (1, 2, 3):
+        g.feature(f"d{k}", 8, token_input=True)
+    g.feature("raddr", ROWS, "onehot", token_input=True)
+    g.feature("r", 32)
+    g.feature("r2", 32)
+    g.bank("regs", ROWS, "bits")
+    g.write("regs", "waddr", parts=[Part("b0")] + [Part(f"d{k}", k, 8 * k) for k in (1, 2, 3)])
+    g.read("regs", "raddr", "r")
+    copy_bits(g, "cp", "r", "r2")  # a rule reading the carrier dims of the read
+    return g
+
+
+def frame(row: int, value: int, read: int | None = None) -> list[dict]:
+    """The protocol's frame for one write (leading zero bytes left out)."""
+    data = value.to_bytes(4, "little")
+    n = max(1, len(data.rstrip(b"\0")))
+    out = [{f"d{k}": bits(data[k], 8)} for k in range(n - 1, 0, -1)]
+    header = {"waddr": onehot(ROWS, row), "b0": bits(data[0], 8)}
+    if read is not None:
+        header["raddr"] = onehot(ROWS, read)
+    return out + [header]
+
+
+def read(row: int) -> dict:
+    return {"raddr": onehot(ROWS, row)}
+
+
+@pytest.mark.parametrize("dtype,step", MODES)
+def test_frames_write_whole_rows_and_reads_return_bits(dtype: str, step: bool) -> None:
+    rng = random.Random(3)
+    tokens = frame(7, 0xDEADBEEF) + [read(7)]  # the first frame's taps reach before the start
+    for row in range(ROWS):  # every row: a frame, then a read of a row written earlier
+        value = rng.choice([rng.randrange(256), rng.randrange(1 << 16), rng.getrandbits(32)])
+        tokens += frame(row, value) + [read(rng.randrange(row + 1))]
+    for _ in range(40):  # overwrite, read in the same token as a write, unwritten rows read 0
+        tokens += frame(rng.randrange(ROWS), rng.getrandbits(32), read=rng.randrange(ROWS))
+    tokens += frame(3, 0xFFFFFFFF) + frame(3, 5, read=3) + [read(None)]
+    got = evaluate(frame_graph(), tokens)
+    assert got[4]["r"] == bits(0xDEADBEEF, 32)
+    assert got[-2]["r"] == bits(5, 32) and got[-1]["r"] == [0] * 32
+    assert_exact(frame_graph(), tokens, dtype, step)
+
+
+@pytest.mark.parametrize("dtype,step", MODES)
+def test_full_rows_of_126_bits(dtype: str, step: bool) -> None:
+    g = Graph()
+    g.feature("waddr", 4, "onehot", token_input=True)
+    g.feature("v", nx.ROW_BITS, token_input=True)
+    g.feature("raddr", 4, "onehot", token_input=True)
+    g.feature("r", nx.ROW_BITS)
+    g.bank("m", 4, "bits")
+    g.write("m", "waddr", "v")
+    g.read("m", "raddr", "r")
+    rng = random.Random(4)
+    patterns = [[1] * nx.ROW_BITS, [0] * nx.ROW_BITS] + \
+        [bits(rng.getrandbits(nx.ROW_BITS), nx.ROW_BITS) for _ in range(6)]
+    tokens = [{"waddr": onehot(4, i % 4), "v": p, "raddr": onehot(4, (i + 3) % 4)}
+              for i, p in enumerate(patterns)]
+    assert_exact(g, tokens, dtype, step)
+
+
+def test_bits_bank_contract() -> None:
+    g = frame_graph()
+    with pytest.raises(CircuitError, match="not 0/1"):
+        evaluate(g, [{"waddr": onehot(ROWS, 0), "b0": [2] + [0] * 7}])
+    g.feature("x", 8, token_input=True)
+    g.bank("other", 4, "bits")
+    g.feature("a4", 4, "onehot", token_input=True)
+    with pytest.raises(ValueError, match="overlaps"):
+        g.write("other", "a4", parts=[Part("x"), Part("d1", 1, 4)])
+    with pytest.raises(ValueError, match="reach"):
+        g.write("other", "a4", parts=[Part("x", 4)])
+    with pytest.raises(ValueError, match="cannot be tapped"):
+        g.write("other", "a4", parts=[Part("r", 1)])
+    g.bank("words", 4)
+    g.feature("w", 8, "word", token_input=True)
+    with pytest.raises(ValueError, match="word bank"):
+        g.write("words", "a4", parts=[Part("w", 1)])
