@@ -86,6 +86,11 @@ class Evaluator:
             if w.bank != name:
                 continue
             row = self._hot(w.addr, vals, f"write to {name}")
+            if w.enable is not None:
+                (f, i) = w.enable
+                if vals[f][i] not in (0, 1):
+                    raise CircuitError(f"write to {name}: enable {f}[{i}] = {vals[f][i]} not 0/1")
+                row = row if vals[f][i] else None
             if row is not None:
                 mem[row] = self._bits_row(w, vals) if bits else self._word_row(w, vals)
         for r in self.g.reads:

@@ -88,6 +88,7 @@ class Write:
     bank: str
     addr: str  # onehot feature of `rows` dims (all zero: no write)
     parts: tuple[Part, ...]  # word banks: one part, the whole word, tap 0
+    enable: Dim | None = None  # a 0/1 dim: 0 = no write (the GDN's beta is exactly 0)
 
 
 @dataclass(frozen=True)
@@ -145,9 +146,12 @@ class Graph:
         return b
 
     def write(self, bank: str, addr: str, value: str | None = None, *,
-              parts: list[Part] | None = None) -> None:
-        """Store `value` (or the row assembled from `parts`) at the one-hot `addr`."""
+              parts: list[Part] | None = None, enable: Dim | None = None) -> None:
+        """Store `value` (or the row assembled from `parts`) at the one-hot `addr`, if the
+        `enable` dim holds 1 (so banks of one token kind can share its address feature)."""
         self._check_mem(bank, addr)
+        if enable is not None:
+            self.features[enable[0]].dim(enable[1])
         if (value is None) == (parts is None):
             raise ValueError(f"write to {bank}: give a value or parts")
         parts = [Part(value)] if value is not None else list(parts)
@@ -157,7 +161,7 @@ class Graph:
                 raise ValueError(f"write to word bank {bank}: one word feature, this token")
         else:
             self._check_bits_parts(bank, parts)
-        self.writes.append(Write(bank, addr, tuple(parts)))
+        self.writes.append(Write(bank, addr, tuple(parts), enable))
 
     def _check_bits_parts(self, bank: str, parts: list[Part]) -> None:
         taken: set[int] = set()
@@ -186,7 +190,8 @@ class Graph:
     def write_inputs(self, bank: str) -> set[str]:
         """Features a bank's write reads (address and every part)."""
         return {x for w in self.writes if w.bank == bank
-                for x in (w.addr, *(p.feature for p in w.parts))}
+                for x in (w.addr, *(p.feature for p in w.parts),
+                          *((w.enable[0],) if w.enable else ()))}
 
     def _check_mem(self, bank: str, addr: str) -> None:
         if bank not in self.banks:
@@ -215,6 +220,8 @@ def lookup(g: Graph, name: str, inputs: list[str], out: str,
 
 def copy_bits(g: Graph, name: str, src: str, dst: str, when: Dim | None = None) -> None:
     """dst[i] = src[i] (and `when` = 1), one neuron per dim."""
+    if g.features[dst].size < g.features[src].size:
+        raise ValueError(f"copy {name}: {dst} is narrower than {src}")
     cond = ((when, 1),) if when else ()
     rules = [Rule((((src, i), 1),) + cond, (((dst, i), 1),), f"{name}[{i}]")
              for i in range(g.features[src].size)]

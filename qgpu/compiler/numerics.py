@@ -39,6 +39,7 @@ GATE_STEP = 128.0
 KEY_SCALE = 1024.0
 VALUE_SCALE = 32.0
 BETA_LOGIT = 32.0  # sigmoid(32) == 1 in float32 and bfloat16
+BETA_OFF = -128.0  # sigmoid(-128) == 0: exp(128) overflows, so a disabled write changes nothing
 A_LOG = -200.0  # exp(-200) == 0: no decay
 Z_GATE = 32.0  # silu(32) == 32
 READ_NORM = 2.0  # a normalised stored entry

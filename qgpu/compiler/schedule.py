@@ -239,6 +239,8 @@ def emit(sched: Schedule, k_dims: int) -> list[dict[str, torch.Tensor]]:
             if L != layer:
                 continue
             t["linear_attn.in_proj_b.weight"][h, nx.UNIT_DIM] = nx.BETA_LOGIT * nx.SCALE
+            for w in (w for w in g.writes if w.bank == bank and w.enable is not None):
+                _emit_enable(sched, w.enable, t["linear_attn.in_proj_b.weight"][h], carriers)
             bits = g.banks[bank].code == "bits"
             v0 = 2 * H * dh + h * dh  # this head's first value channel
             for w in (w for w in g.writes if w.bank == bank):
@@ -287,6 +289,14 @@ def emit(sched: Schedule, k_dims: int) -> list[dict[str, torch.Tensor]]:
                 raise ValueError(f"layer {layer} {name}: a weight is not exact in bfloat16")
         out.append(t)
     return out
+
+
+def _emit_enable(sched: Schedule, enable, b_row: torch.Tensor, carriers: set[int]) -> None:
+    """beta logit BETA_OFF + (BETA_LOGIT - BETA_OFF) * enable: exactly 0 or 1 after sigmoid."""
+    d = sched.dim(*enable)
+    step = nx.BETA_LOGIT - nx.BETA_OFF
+    b_row[nx.UNIT_DIM] = (nx.BETA_OFF - (step * nx.CARRIER if d in carriers else 0.0)) * nx.SCALE
+    b_row[d] = step * nx.SCALE
 
 
 def _emit_bits_write(sched: Schedule, w, qkv: torch.Tensor, conv: torch.Tensor, v0: int,

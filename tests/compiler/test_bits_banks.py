@@ -8,7 +8,7 @@ import pytest
 
 from qgpu.compiler import numerics as nx
 from qgpu.compiler.evaluate import CircuitError, evaluate
-from qgpu.compiler.graph import Graph, Part, copy_bits
+from qgpu.compiler.graph import Graph, Part, Rule, copy_bits
 from tests.compiler.helpers import MODES, bits, onehot
 from tests.compiler.test_gadgets import assert_exact
 
@@ -99,3 +99,41 @@ def test_bits_bank_contract() -> None:
     g.feature("w", 8, "word", token_input=True)
     with pytest.raises(ValueError, match="word bank"):
         g.write("words", "a4", parts=[Part("w", 1)])
+
+
+@pytest.mark.parametrize("dtype,step", MODES)
+def test_banks_share_an_address_and_write_only_when_enabled(dtype: str, step: bool) -> None:
+    """Three bits banks and a word bank, one address feature; a selector enables one of them
+    (beta exactly 0 for the others), an enable computed by a rule from a memory read too."""
+    g = Graph()
+    g.feature("waddr", 8, "onehot", token_input=True)
+    g.feature("sel", 4, "onehot", token_input=True)
+    g.feature("v", 16, token_input=True)
+    g.feature("wv", 8, "word", token_input=True)
+    g.feature("raddr", 8, "onehot", token_input=True)
+    for i in range(3):
+        g.feature(f"r{i}", 16)
+        g.bank(f"m{i}", 8, "bits")
+        g.write(f"m{i}", "waddr", "v", enable=("sel", i))
+        g.read(f"m{i}", "raddr", f"r{i}")
+    g.bank("w", 8)
+    g.write("w", "waddr", "wv", enable=("sel", 3))
+    g.feature("rw", 8, "word")
+    g.read("w", "raddr", "rw")
+    g.feature("bit", 1)  # a later bank enabled by bit 0 of bank m0's read (a carrier dim)
+    g.rule_group("bit0", [Rule(((("r0", 0), 1),), ((("bit", 0), 1),))])
+    g.feature("out", 16)
+    g.bank("late", 8, "bits")
+    g.write("late", "waddr", "v", enable=("bit", 0))
+    g.read("late", "raddr", "out")
+    rng = random.Random(5)
+    tokens = []
+    for _ in range(80):
+        sel = rng.choice([None, 0, 1, 2, 3])
+        tokens.append({"waddr": onehot(8, rng.randrange(8)), "sel": onehot(4, sel),
+                       "v": bits(rng.getrandbits(16), 16),
+                       "wv": onehot(4, rng.randrange(4)) + onehot(4, rng.randrange(4)),
+                       "raddr": onehot(8, rng.randrange(8))})
+    got = evaluate(g, tokens)
+    assert any(t["r0"] != t["r1"] for t in got) and any(t["out"] != [0] * 16 for t in got)
+    assert_exact(g, tokens, dtype, step)
