@@ -35,7 +35,8 @@ class Feature:
     size: int
     code: Code = "bits"
     token_input: bool = False  # set by the embedding rather than by a node
-    accumulate: bool = False  # a token input that rules may also add to (the output selection)
+    accumulate: bool = False  # several rule groups may add to it (the output selection)
+    alias: str | None = None  # occupies the dims of this token input (its value adds on top)
 
     def dim(self, i: int) -> tuple[str, int]:
         if not 0 <= i < self.size:
@@ -111,12 +112,19 @@ class Graph:
     rule_outputs: dict[str, set[str]] = field(default_factory=dict)
 
     def feature(self, name: str, size: int, code: Code = "bits", *, token_input: bool = False,
-                accumulate: bool = False) -> Feature:
+                accumulate: bool = False, alias: str | None = None) -> Feature:
+        """A new feature. An `alias` shares the dims of a token input, which then stays in the
+        residual to the end: how a token's own fields and the next token's choice meet in the
+        dims its embedding (= output) row uses."""
         if name in self.features:
             raise ValueError(f"feature {name} already exists")
+        if alias is not None:
+            a = self.features.get(alias)
+            if a is None or not a.token_input or a.size != size or token_input:
+                raise ValueError(f"{name} can alias only a token input of its size, not {alias}")
         if code == "word" and not (size % 4 == 0 and 0 < size <= 4 * numerics.ROW_DIGITS):
             raise ValueError("a word feature has 4 dims per base-4 digit, at most 32 digits")
-        f = Feature(name, size, code, token_input, accumulate)
+        f = Feature(name, size, code, token_input, accumulate, alias)
         self.features[name] = f
         return f
 

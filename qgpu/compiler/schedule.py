@@ -165,8 +165,9 @@ def _place_clears(g: Graph, shape: LayerShape, ready: dict[str, int],
     """For every feature whose last reader comes before the last sublayer: the MLP sublayer
     (layer, first neuron) where rules subtract it, so that later features can take its dims."""
     clears = {}
+    aliased = {f.alias for f in g.features.values() if f.alias}
     for name, f in g.features.items():
-        if f.accumulate or not readers[name]:
+        if f.accumulate or not readers[name] or name in aliased:
             continue
         c = max(readers[name])
         c += (c % 2 == 0)  # the same MLP sublayer as the last reader, or the next one
@@ -193,6 +194,9 @@ def _allocate(g: Graph, ready: dict[str, int], clears: dict[str, tuple[int, int]
 
     for name in sorted(g.features, key=lambda n: (born(n), n)):
         f, carrier = g.features[name], name in read_outs
+        if f.alias:
+            dims[name] = dims[f.alias]
+            continue
         pool = sorted(free[carrier], key=lambda e: e[1])
         usable = [e for e in pool if e[0] < born(name)][:f.size]
         for e in usable:

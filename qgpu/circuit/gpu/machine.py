@@ -1,0 +1,130 @@
+"""The GPU circuit: the machine of docs/ISA.md as a circuit graph (docs/ARCHITECTURE.md §9).
+
+Built stage by stage; each stage adds features, memory banks and rule groups to one graph:
+
+* ``inputs`` — every token's input features (encoding.py) and the derived one-hots the banks
+  address with;
+* ``prompt`` — what the prompt loads: the ROM (one bits bank per slot and 24-bit part, row =
+  block), parameter words, the launch shape; every write is a conv1d frame (tokens.py);
+* ``fetch`` — an EXEC token reads its block's rows and decodes every slot's fields.
+
+Stages still to come (execute, memory, control, write-back, selection) extend the same graph.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from qgpu import limits, rom
+from qgpu.circuit.gpu.encoding import FIELDS, KINDS
+from qgpu.compiler.graph import Dim, Graph, Part, Rule
+from qgpu.isa import Op
+
+DATA_TAPS = [Part(f"d{k}", k, 8 * k) for k in range(1, 4)]
+"""Bytes 1..3 of a header's frame: the data tokens 1..3 places before it."""
+PART_TAPS = [Part(f"d{k}", k, 8 * (k - 1)) for k in range(1, 4)]
+"""A payload-less header (ROM parts): its 24 bits are the three data tokens before it."""
+TERM_ROW_BITS = 46
+
+
+def rom_parts() -> list[tuple[int, int, int]]:
+    """(slot, part, bits) of every ROM part that can be non-zero."""
+    out = []
+    for s in range(rom.SLOTS):
+        row_bits = TERM_ROW_BITS if s == rom.TERM_SLOT else rom.ROW_BITS
+        for p in range(rom.PARTS):
+            bits = min(rom.PART_BITS, row_bits - p * rom.PART_BITS)
+            if bits > 0:
+                out.append((s, p, bits))
+    return out
+
+
+# instruction word fields (qgpu/isa.py): name -> (first bit, width)
+INSTR_FIELDS = {"op": (0, 6), "mod": (6, 4), "guard": (10, 4), "d": (14, 4), "a": (18, 4),
+                "b": (22, 4), "c": (26, 4), "bi": (30, 1), "imm": (31, 32)}  # fmt: skip
+TERM_FIELDS = {"kind": (0, 2), "pred": (2, 2), "negated": (4, 1), "target": (5, 7),
+               "other": (12, 7), "reconv": (19, 8), "live_regs": (27, 15),
+               "live_preds": (42, 4)}  # fmt: skip
+
+
+def kind_dim(kind: str) -> Dim:
+    return ("kind", KINDS.index(kind))
+
+
+def onehot_from(g: Graph, name: str, bits: Sequence[Dim], out: str, size: int | None = None,
+                when: tuple = ()) -> None:
+    """`out` = one-hot of the unsigned number whose bits (least significant first) are `bits`."""
+    size = size or 1 << len(bits)
+    g.feature(out, size, "onehot")
+    g.rule_group(name, [
+        Rule(tuple(when) + tuple((b, v >> i & 1) for i, b in enumerate(bits)), (((out, v), 1),))
+        for v in range(size)
+    ])
+
+
+def rail_bits(field: str, width: int) -> list[Dim]:
+    """The 'one' rails of a dual-rail field: its bits as literal dims."""
+    return [(f"{field}1", i) for i in range(width)]
+
+
+# --- stages ---------------------------------------------------------------------------------
+
+
+def inputs(g: Graph) -> None:
+    for f in FIELDS:
+        for name, size in f.features().items():
+            code = "onehot" if f.code == "onehot" else "bits"
+            g.feature(name, size, code, token_input=True)
+    g.feature("one", 1, "onehot")
+    g.rule_group("one", [Rule((), ((("one", 0), 1),))])  # 1 in every token: 1-row addresses
+    onehot_from(g, "blk_hot", rail_bits("blk", 7), "blk_hot")
+
+
+def prompt(g: Graph) -> None:
+    """Banks the prompt fills: ROM parts, parameter words, launch shape."""
+    for s, p, _ in rom_parts():
+        bank = f"rom.{s}.{p}"
+        g.bank(bank, limits.ROM_BLOCKS, "bits")
+        g.write(bank, "blk_hot", parts=PART_TAPS, enable=("romsel", s * rom.PARTS + p))
+    onehot_from(g, "pword_hot", [("pword", i) for i in range(4)], "pword_hot",
+                size=limits.PARAM_WORDS)
+    g.bank("param", limits.PARAM_WORDS, "bits")
+    g.write("param", "pword_hot", parts=[Part("byte1")] + DATA_TAPS, enable=kind_dim("param"))
+    for kind, fields in (("block", ("bx", "by")), ("grid", ("gx", "gy")), ("shared", ("shw",))):
+        g.bank(f"cfg.{kind}", 1, "bits")
+        offsets = [0, 5]
+        g.write(f"cfg.{kind}", "one",
+                parts=[Part(f, 0, off) for f, off in zip(fields, offsets, strict=False)],
+                enable=kind_dim(kind))
+
+
+def fetch(g: Graph) -> None:
+    """An EXEC token reads every ROM row of its block; the slots' fields are decoded to one-hots
+    where the machine selects by them (opcode, guard, register fields)."""
+    for s, p, bits in rom_parts():
+        g.feature(f"ins{s}.{p}", bits)
+        g.read(f"rom.{s}.{p}", "blk_hot", f"ins{s}.{p}")
+    for s in range(limits.BLOCK_SLOTS):
+        onehot_from(g, f"dec{s}.op", instr_bits(s, "op"), f"s{s}.op", size=len(Op))
+        onehot_from(g, f"dec{s}.guard", instr_bits(s, "guard"), f"s{s}.guard",
+                    size=1 + 2 * limits.NUM_PREDS)
+        for r in "dabc":
+            onehot_from(g, f"dec{s}.{r}", instr_bits(s, r), f"s{s}.{r}", size=limits.NUM_REGS)
+
+
+def instr_bits(slot: int, field: str) -> list[Dim]:
+    """The dims holding a field of slot `slot`'s instruction (or terminator) word."""
+    first, width = (TERM_FIELDS if slot == rom.TERM_SLOT else INSTR_FIELDS)[field]
+    out = []
+    for bit in range(first, first + width):
+        part, i = divmod(bit, rom.PART_BITS)
+        out.append((f"ins{slot}.{part}", i))
+    return out
+
+
+def build() -> Graph:
+    g = Graph()
+    inputs(g)
+    prompt(g)
+    fetch(g)
+    return g
