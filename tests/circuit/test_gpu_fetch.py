@@ -50,7 +50,7 @@ def test_prompt_loads_rom_and_exec_decodes_every_slot() -> None:
     for token in prompt:
         ev.step(encoding.features(token))
     rows = rom.rows(launch.program)
-    for b, block in enumerate(launch.program.blocks):
+    for b in range(len(launch.program.blocks)):
         vals = ev.step(encoding.features(T.name(f"exec:{b}:w0:m15")))
         for s, p, bits in machine.rom_parts():
             want = rows.get((b, s), 0) >> (rom.PART_BITS * p) & ((1 << bits) - 1)

@@ -6,6 +6,10 @@ Built stage by stage; each stage adds features, memory banks and rule groups to 
   address with;
 * ``prompt`` — what the prompt loads: the ROM (one bits bank per slot and 24-bit part, row =
   block), parameter words, the launch shape; every write is a conv1d frame (tokens.py);
+* ``state`` — the current warp, its active lanes and the thread block (written by EXEC and CTA
+  tokens, read by every token);
+* ``writeback`` — VAL, PRED and MEM frames write the register files, predicates and memories
+  that later blocks read (and from which the host reads results);
 * ``fetch`` — an EXEC token reads its block's rows and decodes every slot's fields.
 
 Stages still to come (execute, memory, control, write-back, selection) extend the same graph.
@@ -62,9 +66,17 @@ def onehot_from(g: Graph, name: str, bits: Sequence[Dim], out: str, size: int | 
     ])
 
 
-def rail_bits(field: str, width: int) -> list[Dim]:
-    """The 'one' rails of a dual-rail field: its bits as literal dims."""
-    return [(f"{field}1", i) for i in range(width)]
+def rails(field: str, width: int, value: int) -> tuple:
+    """Literals that hold iff a dual-rail field holds `value` (never for a token without it)."""
+    return tuple(((f"{field}{value >> i & 1}", i), 1) for i in range(width))
+
+
+def onehot_from_rails(g: Graph, name: str, field: str, width: int, out: str,
+                      size: int | None = None) -> None:
+    """`out` = one-hot of a dual-rail field's value; all zero for tokens without the field."""
+    size = size or 1 << width
+    g.feature(out, size, "onehot")
+    g.rule_group(name, [Rule(rails(field, width, v), (((out, v), 1),)) for v in range(size)])
 
 
 # --- stages ---------------------------------------------------------------------------------
@@ -77,7 +89,7 @@ def inputs(g: Graph) -> None:
             g.feature(name, size, code, token_input=True)
     g.feature("one", 1, "onehot")
     g.rule_group("one", [Rule((), ((("one", 0), 1),))])  # 1 in every token: 1-row addresses
-    onehot_from(g, "blk_hot", rail_bits("blk", 7), "blk_hot")
+    onehot_from_rails(g, "blk_hot", "blk", 7, "blk_hot")
 
 
 def prompt(g: Graph) -> None:
@@ -98,18 +110,96 @@ def prompt(g: Graph) -> None:
                 enable=kind_dim(kind))
 
 
+REG_ROWS = limits.MAX_WARPS * limits.NUM_REGS  # a lane's register file: row = (warp, register)
+PRED_ROWS = limits.MAX_WARPS * limits.NUM_PREDS
+LOCAL_ROWS = limits.MAX_WARPS * limits.LOCAL_WORDS
+MEM_ROWS = limits.GLOBAL_WORDS  # global; shared uses the first SHARED_WORDS rows of its bank
+ALLOCATED_BIT = 32  # global rows: the word's value, then "allocated" (loaded by the prompt)
+LANES = range(limits.WARP_LANES)
+
+
+def state(g: Graph) -> None:
+    """cur.wm = (warp, active lanes) of the last EXEC; cur.cta = the running thread block."""
+    g.bank("cur.wm", 1, "bits")
+    g.write("cur.wm", "one", parts=[Part("wrp1"), Part("msk1", 0, 2)], enable=kind_dim("exec"))
+    g.feature("cur.wm", 2 + limits.WARP_LANES)
+    g.read("cur.wm", "one", "cur.wm")
+    g.bank("cur.cta", 1, "bits")
+    g.write("cur.cta", "one", parts=[Part("cta1")], enable=kind_dim("cta"))
+    g.feature("cur.cta", 4)
+    g.read("cur.cta", "one", "cur.cta")
+
+
+def cur_warp(w: int) -> tuple:
+    return tuple((("cur.wm", i), w >> i & 1) for i in range(2))
+
+
+def cur_lane_active(lane: int) -> tuple:
+    return ((("cur.wm", 2 + lane), 1),)
+
+
+def writeback(g: Graph) -> None:
+    """Write-back frames: registers (one bank per lane, row = (warp, register)), predicates (one
+    bank per lane, row = (warp, predicate)), global / shared / local memory."""
+    g.feature("wb.reg", REG_ROWS, "onehot")
+    g.rule_group("wb.reg", [
+        Rule(cur_warp(w) + rails("reg", 4, r), ((("wb.reg", w * limits.NUM_REGS + r), 1),))
+        for w in range(limits.MAX_WARPS) for r in range(limits.NUM_REGS)])
+    g.feature("wb.lane", limits.WARP_LANES)
+    g.rule_group("wb.lane", [
+        Rule(((("lanesel", lane), 1),), ((("wb.lane", lane), 1),)) for lane in LANES
+    ] + [
+        Rule(((("lanesel", limits.WARP_LANES), 1),) + cur_lane_active(lane),
+             ((("wb.lane", lane), 1),)) for lane in LANES
+    ])
+    for lane in LANES:
+        g.bank(f"regs.{lane}", REG_ROWS, "bits")
+        g.write(f"regs.{lane}", "wb.reg", parts=[Part("byte1")] + DATA_TAPS,
+                enable=("wb.lane", lane))
+
+    g.feature("wb.pred", PRED_ROWS, "onehot")
+    g.rule_group("wb.pred", [
+        Rule(cur_warp(w) + rails("prd", 2, p), ((("wb.pred", w * limits.NUM_PREDS + p), 1),))
+        for w in range(limits.MAX_WARPS) for p in range(limits.NUM_PREDS)])
+    for lane in LANES:
+        g.feature(f"wb.pv{lane}", 1)
+        g.rule_group(f"wb.pv{lane}", [Rule(((("pvl1", lane), 1),), (((f"wb.pv{lane}", 0), 1),))])
+        g.bank(f"preds.{lane}", PRED_ROWS, "bits")
+        g.write(f"preds.{lane}", "wb.pred", parts=[Part(f"wb.pv{lane}")],
+                enable=("pwm1", lane))
+
+    onehot_from_rails(g, "wb.mrow", "mrow", 7, "wb.mrow")
+    g.feature("wb.allocated", 1)
+    g.rule_group("wb.allocated", [Rule(((kind_dim("mem"), 1),), ((("wb.allocated", 0), 1),))])
+    value = [Part("byte1")] + DATA_TAPS
+    g.bank("gmem", MEM_ROWS, "bits")
+    g.write("gmem", "wb.mrow", parts=value + [Part("wb.allocated", 0, ALLOCATED_BIT)],
+            enable=("mspace", 0))
+    g.bank("smem", MEM_ROWS, "bits")
+    g.write("smem", "wb.mrow", parts=value, enable=("mspace", 1))
+    g.feature("wb.local", LOCAL_ROWS, "onehot")
+    g.rule_group("wb.local", [
+        Rule(cur_warp(w) + rails("mrow", 7, x), ((("wb.local", w * limits.LOCAL_WORDS + x), 1),))
+        for w in range(limits.MAX_WARPS) for x in range(limits.LOCAL_WORDS)])
+    for lane in LANES:
+        g.bank(f"lmem.{lane}", LOCAL_ROWS, "bits")
+        g.write(f"lmem.{lane}", "wb.local", parts=value, enable=("mspace", 2 + lane))
+
+
 def fetch(g: Graph) -> None:
     """An EXEC token reads every ROM row of its block; the slots' fields are decoded to one-hots
     where the machine selects by them (opcode, guard, register fields)."""
     for s, p, bits in rom_parts():
         g.feature(f"ins{s}.{p}", bits)
         g.read(f"rom.{s}.{p}", "blk_hot", f"ins{s}.{p}")
+    exec_ = ((kind_dim("exec"), 1),)
     for s in range(limits.BLOCK_SLOTS):
-        onehot_from(g, f"dec{s}.op", instr_bits(s, "op"), f"s{s}.op", size=len(Op))
+        onehot_from(g, f"dec{s}.op", instr_bits(s, "op"), f"s{s}.op", size=len(Op), when=exec_)
         onehot_from(g, f"dec{s}.guard", instr_bits(s, "guard"), f"s{s}.guard",
-                    size=1 + 2 * limits.NUM_PREDS)
+                    size=1 + 2 * limits.NUM_PREDS, when=exec_)
         for r in "dabc":
-            onehot_from(g, f"dec{s}.{r}", instr_bits(s, r), f"s{s}.{r}", size=limits.NUM_REGS)
+            onehot_from(g, f"dec{s}.{r}", instr_bits(s, r), f"s{s}.{r}", size=limits.NUM_REGS,
+                        when=exec_)
 
 
 def instr_bits(slot: int, field: str) -> list[Dim]:
@@ -126,5 +216,7 @@ def build() -> Graph:
     g = Graph()
     inputs(g)
     prompt(g)
+    state(g)
+    writeback(g)
     fetch(g)
     return g
