@@ -4,11 +4,18 @@ Deterministic by construction: thread blocks run one after another; inside a blo
 lowest-numbered ready warp runs one machine block at a time; lanes apply stores and atomics in
 lane order. It records one trace entry per executed machine block per warp — the unit the model
 will later execute per generated token.
+
+Registers, predicates, shared memory and local memory are *undefined* when a thread block starts
+(the model keeps them in state rows that the next thread block of a grid inherits uncleared, and
+CUDA leaves them undefined too): the interpreter tracks what the current thread block has written
+and stops the launch at any read of something it has not. ``r0`` always reads 0. Global memory and
+parameters are defined by the host.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from qgpu import limits
 from qgpu.errors import LaunchError, ResourceError, UsageError
@@ -25,8 +32,10 @@ from qgpu.isa import (
     Shfl,
     Space,
     SReg,
+    Term,
     TermKind,
     format_instr,
+    format_term,
     guard_parts,
     mem_space,
 )
@@ -79,6 +88,11 @@ class _Warp:
     regs: list[list[int]]
     preds: list[list[bool]]
     local: list[list[int]]
+    # per lane, bit i set once register / predicate / local word i was written in this thread
+    # block (r0 is always defined)
+    reg_def: list[int] = field(default_factory=lambda: [1] * limits.WARP_LANES)
+    pred_def: list[int] = field(default_factory=lambda: [0] * limits.WARP_LANES)
+    local_def: list[int] = field(default_factory=lambda: [0] * limits.WARP_LANES)
     waiting: bool = False
 
     @property
@@ -142,15 +156,36 @@ class _Launch:
         self.trace: list[TraceRecord] = []
         self.stats = {"blocks_executed": 0, "warp_instructions": 0, "thread_instructions": 0}
         self.cta = 0
+        self.shared: list[int] = []
+        self.shared_def = 0  # bit i: shared word i was written in the current thread block
 
     # --- helpers -------------------------------------------------------------------------
-    def _where(self, w: _Warp, lane: int, ins: Instr | None = None) -> str:
+    def _where(self, w: _Warp, lane: int, ins: Instr | Term | None = None) -> str:
         t = w.index * limits.WARP_LANES + lane
         tid = (t % self.block[0], t // self.block[0])
         cta = (self.cta % self.grid[0], self.cta // self.grid[0])
-        what = f" in `{format_instr(ins)}`" if ins is not None else ""
+        what = ""
+        if ins is not None:
+            what = f" in `{format_term(ins) if isinstance(ins, Term) else format_instr(ins)}`"
         return (f"{self.prog.name}, block B{w.stack[-1].pc}{what}, blockIdx=({cta[0]},{cta[1]}), "
                 f"threadIdx=({tid[0]},{tid[1]})")
+
+    def _undefined(self, what: str, w: _Warp, lane: int, ins: Instr | Term) -> LaunchError:
+        return LaunchError(f"read of {what} before any write in this thread block at "
+                           f"{self._where(w, lane, ins)}")
+
+    def _need_regs(self, w: _Warp, lanes: list[int], need: int, ins: Instr) -> None:
+        """Stop at the first lane (then operand) reading a register not yet written."""
+        for ln in lanes:
+            missing = need & ~w.reg_def[ln]
+            if missing:
+                r = next(r for r in ins.reads() if missing >> r & 1)
+                raise self._undefined(f"r{r}", w, ln, ins)
+
+    def _need_pred(self, w: _Warp, lanes: list[int], p: int, ins: Instr | Term) -> None:
+        for ln in lanes:
+            if not w.pred_def[ln] >> p & 1:
+                raise self._undefined(f"p{p}", w, ln, ins)
 
     def _global_word(self, addr: int, w: _Warp, lane: int, ins: Instr) -> int:
         if addr % 4:
@@ -195,7 +230,9 @@ class _Launch:
         ncta = self.grid[0] * self.grid[1]
         for cta in range(ncta):
             self.cta = cta
+            # contents are undefined at the start of a thread block: reads before writes fail
             self.shared = [0] * (self.shared_bytes // 4)
+            self.shared_def = 0
             warps = []
             for wi in range((nthreads + limits.WARP_LANES - 1) // limits.WARP_LANES):
                 lanes = min(limits.WARP_LANES, nthreads - wi * limits.WARP_LANES)
@@ -255,15 +292,22 @@ class _Launch:
         mem_w: dict[tuple[str, int], int],
     ) -> None:
         g = guard_parts(ins.guard)
-        lanes = [
-            ln for ln in range(limits.WARP_LANES)
-            if mask >> ln & 1 and (g is None or w.preds[ln][g[0]] != g[1])
-        ]
+        lanes = [ln for ln in range(limits.WARP_LANES) if mask >> ln & 1]
+        if g is not None:
+            self._need_pred(w, lanes, g[0], ins)
+            lanes = [ln for ln in lanes if w.preds[ln][g[0]] != g[1]]
         self.stats["warp_instructions"] += 1
         self.stats["thread_instructions"] += len(lanes)
         if not lanes:
             return
         op, R = ins.op, w.regs
+        # operands are read by every executing lane before any lane writes
+        self._need_regs(w, lanes, _own_reads(ins), ins)
+        if op == Op.SEL:
+            self._need_pred(w, lanes, ins.c, ins)
+        elif op == Op.PLOP:
+            self._need_pred(w, lanes, ins.a, ins)
+            self._need_pred(w, lanes, ins.b, ins)
         if op in (Op.ST, Op.ATOMG, Op.ATOMS) or (op == Op.LD and ins.mod & 3 != Space.PARAM):
             self._memory(w, lanes, ins, regs_w, mem_w)
             return
@@ -273,11 +317,13 @@ class _Launch:
             for ln, v in [(ln, _compare(ins.mod, R[ln][ins.a], _operand_b(ins, R[ln])))
                           for ln in lanes]:
                 w.preds[ln][ins.d] = v
+                w.pred_def[ln] |= 1 << ins.d
                 preds_w[(ln, ins.d)] = v
             return
         elif op == Op.PLOP:
             for ln, v in [(ln, _plop(ins, w.preds[ln])) for ln in lanes]:
                 w.preds[ln][ins.d] = v
+                w.pred_def[ln] |= 1 << ins.d
                 preds_w[(ln, ins.d)] = v
             return
         elif op == Op.S2R:
@@ -298,6 +344,7 @@ class _Launch:
         if ins.d:
             for ln, v in zip(lanes, results, strict=False):
                 R[ln][ins.d] = v & MASK32
+                w.reg_def[ln] |= 1 << ins.d
                 regs_w[(ln, ins.d)] = v & MASK32
 
     def _shuffle(self, w: _Warp, lanes: list[int], ins: Instr, mask: int) -> list[int]:
@@ -334,6 +381,8 @@ class _Launch:
                 raise LaunchError(
                     f"shuffle source lane {j} is inactive at {self._where(w, ln, ins)}"
                 )
+            if not w.reg_def[src] >> ins.a & 1:
+                raise self._undefined(f"r{ins.a} of source lane {j}", w, ln, ins)
             out.append(w.regs[src][ins.a])
         return out
 
@@ -365,14 +414,23 @@ class _Launch:
                    for a, ln in zip(addrs, lanes, strict=False)]
 
         def cell_get(ln: int, i: int) -> int:
-            return w.local[ln][i] if store is None else store[i]
+            if store is None:
+                if not w.local_def[ln] >> i & 1:
+                    raise self._undefined(f"local memory word {i} (address {4 * i})", w, ln, ins)
+                return w.local[ln][i]
+            if name == "shared" and not self.shared_def >> i & 1:
+                raise self._undefined(f"shared memory word {i} (address {4 * i})", w, ln, ins)
+            return store[i]
 
         def cell_set(ln: int, i: int, v: int) -> None:
             if store is None:
                 w.local[ln][i] = v
+                w.local_def[ln] |= 1 << i
                 mem_w[(name, ln * limits.LOCAL_WORDS * 4 + i * 4)] = v
             else:
                 store[i] = v
+                if name == "shared":
+                    self.shared_def |= 1 << i
                 mem_w[(name, i * 4)] = v
 
         if op == Op.LD:
@@ -391,6 +449,7 @@ class _Launch:
         if ins.d:
             for ln, v in zip(lanes, results, strict=False):
                 R[ln][ins.d] = v
+                w.reg_def[ln] |= 1 << ins.d
                 regs_w[(ln, ins.d)] = v
 
     def _terminate(self, w: _Warp, blk: Block) -> None:
@@ -415,6 +474,8 @@ class _Launch:
         elif t.kind == TermKind.JMP:
             top.pc = t.target
         else:
+            self._need_pred(w, [ln for ln in range(limits.WARP_LANES) if top.mask >> ln & 1],
+                            t.pred, t)
             taken = 0
             for ln in range(limits.WARP_LANES):
                 if top.mask >> ln & 1 and w.preds[ln][t.pred] != t.negated:
@@ -432,6 +493,15 @@ class _Launch:
             w.stack.pop()
         if w.stack[-1].pc == EXIT_RECONV:
             raise LaunchError(f"{self.prog.name}: control reached the exit sentinel")
+
+
+@lru_cache(maxsize=4096)
+def _own_reads(ins: Instr) -> int:
+    """Bit mask of the registers an executing lane reads itself (a SHFL reads register a of its
+    source lane instead, checked there)."""
+    if ins.op == Op.SHFL:
+        return 0 if ins.bi else 1 << ins.b
+    return sum({1 << r for r in ins.reads()})
 
 
 def _operand_b(ins: Instr, regs: list[int]) -> int:

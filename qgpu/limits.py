@@ -15,7 +15,7 @@ WORD_BYTES = 4
 
 GLOBAL_WORDS = 128  # byte addresses 0..511; word 0 is the reserved null word
 GLOBAL_FIRST_WORD = 1  # first word the host may allocate
-SHARED_WORDS = 64  # per thread block, byte addresses 0..255, zeroed when a block starts
+SHARED_WORDS = 64  # per thread block, byte addresses 0..255, undefined when a block starts
 LOCAL_WORDS = 16  # per thread, register spill slots owned by the lowering
 PARAM_WORDS = 16  # kernel parameters, one 32-bit word each (pointers are byte addresses)
 

@@ -7,17 +7,22 @@ from qgpu.errors import LaunchError, ResourceError
 from qgpu.interp import MASK32, alu, atomic, run_program, s32
 from qgpu.isa import (
     EXIT_RECONV,
+    INDEXED,
+    NO_GUARD,
     Atom,
     Block,
     Cmp,
     Instr,
     Op,
+    PredOp,
     Program,
     Shfl,
     Space,
     SReg,
     Term,
     TermKind,
+    format_instr,
+    guard_code,
 )
 
 EXIT = Term(TermKind.EXIT)
@@ -156,7 +161,7 @@ def test_shared_and_local_bounds() -> None:
                    shared=8)
     with pytest.raises(LaunchError, match="shared address 8 is out of bounds"):
         run(prog, block=(1, 1))
-    prog = program(Block((Instr(Op.ST, 0, 0, 1, imm=4 * limits.LOCAL_WORDS, mod=Space.LOCAL),),
+    prog = program(Block((Instr(Op.ST, 0, 0, 0, imm=4 * limits.LOCAL_WORDS, mod=Space.LOCAL),),
                          EXIT))
     with pytest.raises(LaunchError, match="local address"):
         run(prog, block=(1, 1))
@@ -211,11 +216,13 @@ def test_launch_shape_limits() -> None:
         run(prog, grid=(5, 4))
 
 
-def test_grid_runs_blocks_in_order_with_fresh_shared_memory() -> None:
-    # shared[0] += ctaid+1 via atomics; out[ctaid] = shared[0] after a barrier
+def test_grid_runs_blocks_in_order() -> None:
+    # shared[0] = 0; barrier; shared[0] += ctaid+1 via atomics; out[ctaid] = shared[0] after a
+    # barrier
     prog = program(
+        Block((Instr(Op.ST, 0, 0, 0, mod=Space.SHARED),), Term(TermKind.BAR, 1)),
         Block((Instr(Op.S2R, 1, mod=SReg.CTAID_X), imm(Op.ADD, 2, 1, 1),
-               Instr(Op.ATOMS, 0, 0, 2, mod=Atom.ADD)), Term(TermKind.BAR, 1)),
+               Instr(Op.ATOMS, 0, 0, 2, mod=Atom.ADD)), Term(TermKind.BAR, 2)),
         Block((Instr(Op.LD, 3, 0, mod=Space.SHARED), Instr(Op.LD, 4, 0, mod=Space.PARAM),
                Instr(Op.MAD, 4, 1, imm=4, bi=True, c=4), Instr(Op.ST, 0, 4, 3,
                                                                mod=Space.GLOBAL)), EXIT),
@@ -228,3 +235,169 @@ def test_grid_runs_blocks_in_order_with_fresh_shared_memory() -> None:
 
 def test_s32() -> None:
     assert s32(0xFFFFFFFF) == -1 and s32(5) == 5 and s32(1 << 31) == -(1 << 31)
+
+
+# --- undefined state: registers, predicates, shared and local memory start undefined in every
+# thread block (the model does not clear them); reading before writing is a launch error
+
+
+def per_block_value(first: Instr) -> Program:
+    """B0: r1 = ctaid.x; p0 = ctaid == 0; `first`; r2 = param 0.  B1: out[ctaid] = r5."""
+    return program(
+        Block((Instr(Op.S2R, 1, mod=SReg.CTAID_X), imm(Op.SETP, 0, 1, 0, mod=Cmp.EQ), first,
+               Instr(Op.LD, 2, 0, mod=Space.PARAM)), Term(TermKind.JMP, 1)),
+        Block((Instr(Op.MAD, 2, 1, imm=4, bi=True, c=2), Instr(Op.ST, 0, 2, 5,
+                                                               mod=Space.GLOBAL)), EXIT),
+    )
+
+
+def test_register_written_only_by_the_first_thread_block_is_undefined_in_the_second() -> None:
+    # r5 is written under @p0 (ctaid == 0): block 1 would see block 0's value on the model
+    prog = per_block_value(imm(Op.ADD, 5, 0, 7, guard=guard_code(0)))
+    with pytest.raises(LaunchError) as err:
+        run(prog, block=(1, 1), grid=(2, 1))
+    assert err.value.message == (
+        "read of r5 before any write in this thread block at test, block B1 in "
+        "`st.global [r2+0], r5`, blockIdx=(1,0), threadIdx=(0,0)")
+    # the same kernel writing r5 in every thread block runs
+    assert run(per_block_value(imm(Op.ADD, 5, 0, 7)), block=(1, 1),
+               grid=(2, 1)).memory[1:3] == [7, 7]
+
+
+def test_shared_word_written_only_by_the_first_thread_block_is_undefined_in_the_second() -> None:
+    def prog(guard: int) -> Program:
+        # @p0 shared[3] = 9; r5 = shared[3]; out[ctaid] = r5
+        return program(
+            Block((Instr(Op.S2R, 1, mod=SReg.CTAID_X), imm(Op.SETP, 0, 1, 0, mod=Cmp.EQ),
+                   imm(Op.ADD, 3, 0, 9),
+                   Instr(Op.ST, 0, 0, 3, imm=12, mod=Space.SHARED, guard=guard)),
+                  Term(TermKind.JMP, 1)),
+            Block((Instr(Op.LD, 5, 0, imm=12, mod=Space.SHARED),
+                   Instr(Op.LD, 2, 0, mod=Space.PARAM), Instr(Op.MAD, 2, 1, imm=4, bi=True, c=2),
+                   Instr(Op.ST, 0, 2, 5, mod=Space.GLOBAL)), EXIT),
+            shared=16,
+        )
+    with pytest.raises(LaunchError) as err:
+        run(prog(guard_code(0)), block=(1, 1), grid=(2, 1))
+    assert err.value.message == (
+        "read of shared memory word 3 (address 12) before any write in this thread block at "
+        "test, block B1 in `ld.shared r5, [r0+12]`, blockIdx=(1,0), threadIdx=(0,0)")
+    assert run(prog(NO_GUARD), block=(1, 1), grid=(2, 1)).memory[1:3] == [9, 9]
+
+
+def test_shared_atomic_reads_the_old_word() -> None:
+    prog = program(Block((imm(Op.ADD, 2, 0, 1), Instr(Op.ATOMS, 3, 0, 2, imm=4, mod=Atom.ADD)),
+                         EXIT), shared=8)
+    with pytest.raises(LaunchError, match=r"^read of shared memory word 1 \(address 4\) before "
+                       r"any write in this thread block at .*atom\.shared\.add"):
+        run(prog, block=(1, 1))
+
+
+def test_local_memory_is_per_thread_and_undefined_until_written() -> None:
+    # lane 0 alone stores local word 2; then every lane loads it: lane 1 has never written it
+    def prog(guard: int) -> Program:
+        return program(
+            Block((Instr(Op.S2R, 1, mod=SReg.TID_X), imm(Op.SETP, 0, 1, 0, mod=Cmp.EQ),
+                   Instr(Op.ST, 0, 0, 1, imm=8, mod=Space.LOCAL, guard=guard),
+                   Instr(Op.LD, 5, 0, imm=8, mod=Space.LOCAL)), Term(TermKind.JMP, 1)),
+            Block((Instr(Op.LD, 2, 0, mod=Space.PARAM), Instr(Op.MAD, 2, 1, imm=4, bi=True, c=2),
+                   Instr(Op.ST, 0, 2, 5, mod=Space.GLOBAL)), EXIT),
+        )
+    with pytest.raises(LaunchError) as err:
+        run(prog(guard_code(0)), block=(2, 1))
+    assert err.value.message == (
+        "read of local memory word 2 (address 8) before any write in this thread block at test, "
+        "block B0 in `ld.local r5, [r0+8]`, blockIdx=(0,0), threadIdx=(1,0)")
+    assert run(prog(NO_GUARD), block=(2, 1)).memory[1:3] == [0, 1]
+
+
+@pytest.mark.parametrize("ins,what", [
+    (imm(Op.ADD, 2, 3, 1), "r3"),
+    (Instr(Op.MAD, 2, 0, 0, 6), "r6"),  # c is read by mad
+    (Instr(Op.ST, 0, 1, 4, mod=Space.GLOBAL), "r4"),  # the stored value
+    (Instr(Op.LD, 2, 1, 7, mod=Space.GLOBAL | INDEXED), "r7"),  # the index
+    (Instr(Op.ATOMG, 2, 1, 0, 8, mod=Atom.CAS), "r8"),  # cas reads c
+    (imm(Op.ADD, 2, 0, 1, guard=guard_code(1)), "p1"),  # the guard
+    (imm(Op.SEL, 2, 0, 1, c=2), "p2"),
+    (Instr(Op.PLOP, 0, 3, 0, mod=PredOp.OR), "p3"),
+    (Instr(Op.SHFL, 2, 9, imm=0, bi=True, c=0b0011, mod=Shfl.BFLY), "r9 of source lane 0"),
+])
+def test_each_operand_read_before_write_is_named(ins: Instr, what: str) -> None:
+    # r1 = &out[0], p0 = true, then `ins` in a one-thread block
+    prog = program(Block((Instr(Op.LD, 1, 0, mod=Space.PARAM),
+                          imm(Op.SETP, 0, 0, 0, mod=Cmp.EQ), ins), EXIT))
+    with pytest.raises(LaunchError) as err:
+        run(prog, block=(1, 1), allocations=[(4, 16)])
+    assert err.value.message.startswith(
+        f"read of {what} before any write in this thread block at test, block B0 in "
+        f"`{format_instr(ins)}`, blockIdx=(0,0), threadIdx=(0,0)")
+
+
+@pytest.mark.parametrize("ins", [
+    imm(Op.ADD, 2, 0, 5),  # r0 is always defined
+    Instr(Op.ADD, 2, 0, 0),
+    Instr(Op.ST, 0, 1, 0, mod=Space.GLOBAL),
+    Instr(Op.NEG, 2, 0, 9),  # unary ops do not read b
+    Instr(Op.ADD, 2, 0, 9, imm=3, bi=True),  # an immediate replaces b
+    Instr(Op.ATOMG, 2, 1, 0, 8, mod=Atom.ADD),  # only cas reads c
+    Instr(Op.ST, 0, 1, 5, imm=0, mod=Space.GLOBAL, guard=guard_code(0, negated=True)),
+    imm(Op.ADD, 2, 6, 1, guard=guard_code(0, negated=True)),  # guarded off: reads nothing
+    Instr(Op.LD, 2, 0, imm=0, mod=Space.SHARED, guard=guard_code(0, negated=True)),
+])
+def test_what_is_not_read_does_not_need_a_write(ins: Instr) -> None:
+    prog = program(Block((Instr(Op.LD, 1, 0, mod=Space.PARAM),
+                          imm(Op.SETP, 0, 0, 0, mod=Cmp.EQ), ins), EXIT), shared=4)
+    run(prog, block=(1, 1), grid=(2, 1), allocations=[(4, 16)])
+
+
+def test_branch_reads_its_predicate_only_in_active_lanes() -> None:
+    # p0 = tid odd; only odd lanes set p1 = tid == 3; inside `if (p0)` they branch on p1: the
+    # even lanes never wrote p1 and are not active there
+    def prog(first: Term) -> Program:
+        return program(
+            Block((Instr(Op.S2R, 1, mod=SReg.TID_X), imm(Op.AND, 2, 1, 1),
+                   imm(Op.SETP, 0, 2, 1, mod=Cmp.EQ),
+                   imm(Op.SETP, 1, 1, 3, mod=Cmp.EQ, guard=guard_code(0))), first),
+            Block((), Term(TermKind.BRA, 2, 3, 3, 1)),
+            Block((imm(Op.ADD, 5, 0, 1),), Term(TermKind.JMP, 3)),
+            Block((), EXIT),
+        )
+    res = run(prog(Term(TermKind.BRA, 1, 3, 3, 0)))
+    assert [(r.block, r.mask) for r in res.trace] == [(0, 0b1111), (1, 0b1010), (2, 0b1000),
+                                                      (3, 0b1111)]
+    # all lanes reaching the inner branch: lane 0 has not written p1
+    with pytest.raises(LaunchError) as err:
+        run(prog(Term(TermKind.JMP, 1)))
+    assert err.value.message == (
+        "read of p1 before any write in this thread block at test, block B1 in "
+        "`bra p1 ? B2 : B3, reconverge B3`, blockIdx=(0,0), threadIdx=(0,0)")
+
+
+def test_shuffle_reads_register_a_of_the_source_lane() -> None:
+    # only lane 0 writes r9; shfl.idx 0 hands it to all lanes, shfl.idx 1 reads lane 1's r9
+    def prog(src: int) -> Program:
+        return program(
+            Block((Instr(Op.S2R, 1, mod=SReg.TID_X), imm(Op.SETP, 0, 1, 0, mod=Cmp.EQ),
+                   imm(Op.ADD, 9, 0, 42, guard=guard_code(0)),
+                   Instr(Op.SHFL, 5, 9, imm=src, bi=True, c=0b0011, mod=Shfl.IDX)),
+                  Term(TermKind.JMP, 1)),
+            Block((Instr(Op.LD, 2, 0, mod=Space.PARAM), Instr(Op.MAD, 2, 1, imm=4, bi=True, c=2),
+                   Instr(Op.ST, 0, 2, 5, mod=Space.GLOBAL)), EXIT),
+        )
+    assert run(prog(0)).memory[1:5] == [42] * 4
+    with pytest.raises(LaunchError, match=r"^read of r9 of source lane 1 before any write .*"
+                       r"threadIdx=\(0,0\)"):
+        run(prog(1))
+
+
+def test_lanes_whose_guard_is_false_read_nothing() -> None:
+    # only lane 0 writes r6 and r2; the other lanes skip every instruction that reads them
+    guard = guard_code(1)
+    prog = program(
+        Block((Instr(Op.S2R, 1, mod=SReg.TID_X), imm(Op.SETP, 1, 1, 0, mod=Cmp.EQ),
+               imm(Op.ADD, 6, 0, 5, guard=guard), imm(Op.ADD, 2, 6, 1, guard=guard)),
+              Term(TermKind.JMP, 1)),
+        Block((Instr(Op.LD, 3, 0, mod=Space.PARAM), Instr(Op.ST, 0, 3, 2, mod=Space.GLOBAL,
+                                                          guard=guard)), EXIT),
+    )
+    assert run(prog).memory[1] == 6

@@ -125,7 +125,7 @@ def test_predicates_and_uniform_values() -> None:
                imm(Op.ADD, 2, 0, 9)), Term(TermKind.JMP, 1)),
         Block((Instr(Op.SEL, 3, 1, 2, c=2), imm(Op.ADD, 4, 0, 1, guard=3)),
               Term(TermKind.JMP, 2)),
-        Block((Instr(Op.ST, 0, 0, 3, imm=4), Instr(Op.ST, 0, 0, 4, imm=8)),
+        Block((Instr(Op.ST, 0, 0, 3, imm=4), Instr(Op.ST, 0, 0, 4, imm=8, guard=3)),
               Term(TermKind.EXIT)),
     ), 1, 0, 0, 0)
     run = run_program(prog, grid=(1, 1), block=(4, 1), params=[4],

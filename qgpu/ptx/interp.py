@@ -8,7 +8,9 @@ machine-model decisions it implements (docs/ISA.md is the user-facing copy):
   32-bit accesses to words ``GLOBAL_FIRST_WORD .. GLOBAL_WORDS-1`` are valid; word 0 is the null
   word. With ``allocations`` an access must also fall inside one argument array. Pointers are
   plain byte addresses (``cvta.to.global``/``cvta.global`` are the identity).
-* Shared memory is one window per thread block, zero-filled when the block starts: static
+* Shared memory is one window per thread block whose contents are undefined when the block
+  starts (as in CUDA; the model's shared rows keep the previous block's values): reading a word
+  the block has not written is a LaunchError. Layout: static
   arrays (module scope first, then kernel scope, in declaration order, each at its .align), then
   every ``extern .shared`` array at one offset aligned to max(4, their .align), then the
   ``dynamic_shared`` bytes. ``mov`` of a shared symbol gives its window offset.
@@ -28,7 +30,8 @@ machine-model decisions it implements (docs/ISA.md is the user-facing copy):
 * shfl.sync uses the PTX ISA pseudo-code with lane = t % 32; a valid source lane outside the
   thread's 4-lane warp, or one that is inactive or not in ``membermask``, is a LaunchError.
 * ``membar``/``fence`` are no-ops: every access is visible to all threads as soon as it is made.
-* Registers that are read before any write read 0.
+* Registers and predicates are undefined when a thread block starts: reading one that the thread
+  has not written in this block (as an operand or as a guard) is a LaunchError.
 """
 
 from __future__ import annotations
@@ -230,6 +233,7 @@ class _Launch:
         self.tids = [(t % self.bx, t // self.bx) for t in range(self.nthreads)]
         self.regs: list[dict[str, int]] = []
         self.shared: list[int] = []
+        self.shared_written: list[bool] = []
         self.cfg = build_cfg(kernel)
         self.labels = label_pcs(kernel)
         self.instrs = kernel.instructions
@@ -246,6 +250,7 @@ class _Launch:
         self.ctaid = (cx, cy)
         self.regs = [{} for _ in range(self.nthreads)]
         self.shared = [0] * -(-self.layout.total_bytes // 4)
+        self.shared_written = [False] * len(self.shared)
         n = len(self.instrs)
         warps = []
         for w in range(-(-self.nthreads // limits.WARP_LANES)):
@@ -294,7 +299,10 @@ class _Launch:
             lanes = [base + lane for lane in range(limits.WARP_LANES) if live >> lane & 1]
             if ins.guard is not None:
                 name, neg = ins.guard
-                lanes = [t for t in lanes if bool(self.regs[t].get(name, 0)) != neg]
+                unset = next((t for t in lanes if name not in self.regs[t]), None)
+                if unset is not None:
+                    raise self.undefined(ins, unset, name)
+                lanes = [t for t in lanes if bool(self.regs[t][name]) != neg]
             mask = sum(1 << (t - base) for t in lanes)
             stats["thread_instructions"] += len(lanes)
             kind, run = self.ops[pc]
@@ -330,18 +338,28 @@ class _Launch:
         return LaunchError(f"line {ins.line}: `{ins.text}`: {why} (block ctaid=({self.ctaid[0]},"
                            f"{self.ctaid[1]}), thread tid=({tx},{ty}))")
 
+    def undefined(self, ins: Instr, t: int, what: str) -> LaunchError:
+        return self.fault(ins, t, f"read of {what} before any write in this thread block")
+
     # -- operands -----------------------------------------------------------------------
     def reg_width(self, name: str) -> int:
         return type_width(self.kernel.reg_types[name])
 
-    def reader(self, op: Operand, width: int) -> Callable[[int], int]:
-        """Closure reading ``op`` for thread t as an unsigned ``width``-bit pattern."""
+    def reader(self, ins: Instr, op: Operand, width: int) -> Callable[[int], int]:
+        """Closure reading ``op`` of ``ins`` for thread t as an unsigned ``width``-bit pattern."""
         m = _mask(width)
         if isinstance(op, Reg):
             name = op.name
-            if op.negated:
-                return lambda t: (self.regs[t].get(name, 0) ^ 1) & m
-            return lambda t: self.regs[t].get(name, 0) & m
+            flip = 1 if op.negated else 0
+
+            def read(t: int) -> int:
+                try:
+                    value = self.regs[t][name]
+                except KeyError:
+                    raise self.undefined(ins, t, name) from None
+                return (value ^ flip) & m
+
+            return read
         if isinstance(op, Imm):
             value = op.value & m
             return lambda t: value
@@ -401,7 +419,7 @@ class _Launch:
     def decode_alu(self, ins: Instr) -> _Run:
         ops = ins.operands
         fn, out_type, widths = _semantics(ins.opcode, ins.mods, len(ops) - 1)
-        readers = [self.reader(o, width) for o, width in zip(ops[1:], widths, strict=True)]
+        readers = [self.reader(ins, o, width) for o, width in zip(ops[1:], widths, strict=True)]
         write = self.writer(ops[0], out_type)
 
         def run(lanes: list[int]) -> None:
@@ -416,8 +434,8 @@ class _Launch:
         w = type_width(ty)
         signed = is_signed(ty) and cmp in ("lt", "le", "gt", "ge")
         compare = _COMPARE[cmp]
-        ra, rb = self.reader(ins.operands[1], w), self.reader(ins.operands[2], w)
-        rc = self.reader(ins.operands[3], 1) if combine else None
+        ra, rb = self.reader(ins, ins.operands[1], w), self.reader(ins, ins.operands[2], w)
+        rc = self.reader(ins, ins.operands[3], 1) if combine else None
         dst = ins.operands[0]
         write_p = self.writer(dst.first if isinstance(dst, Pair) else dst, "pred")
         write_q = self.writer(dst.second, "pred") if isinstance(dst, Pair) else None
@@ -452,49 +470,58 @@ class _Launch:
                     write(t, value)
 
             return load_param
-        where = self.address(addr)
+        where = self.address(ins, addr)
         is_global = space != "shared"  # generic addresses are global ones (see the parser)
         word = self.global_word if is_global else self.shared_word
 
-        def memory() -> list[int]:
-            return self.mem if is_global else self.shared
+        def fetch(t: int, i: int) -> int:
+            if is_global:
+                return self.mem[i]
+            if not self.shared_written[i]:
+                raise self.undefined(ins, t, f"shared memory word {i} (address {4 * i})")
+            return self.shared[i]
+
+        def put(i: int, value: int) -> None:
+            if is_global:
+                self.mem[i] = value
+            else:
+                self.shared[i] = value
+                self.shared_written[i] = True
 
         if op == "ld":
             write = self.writer(ops[0], ty)
 
             def load(lanes: list[int]) -> None:
-                mem = memory()
-                for t in lanes:
-                    write(t, mem[word(ins, t, where(t))])
+                values = [fetch(t, word(ins, t, where(t))) for t in lanes]
+                for t, v in zip(lanes, values, strict=True):
+                    write(t, v)
 
             return load
         if op == "st":
-            value = self.reader(ops[1], 32)
+            value = self.reader(ins, ops[1], 32)
 
             def store(lanes: list[int]) -> None:
-                mem = memory()
                 for t in lanes:
-                    mem[word(ins, t, where(t))] = value(t)
+                    put(word(ins, t, where(t)), value(t))
 
             return store
         name = next(m for m in ins.mods if m in _ATOMIC)
         update = _ATOMIC[name]
         signed = is_signed(ty)
-        data = [self.reader(o, 32) for o in ops[1 if op == "red" else 2 :]]
+        data = [self.reader(ins, o, 32) for o in ops[1 if op == "red" else 2 :]]
         write_old = self.writer(ops[0], ty) if op == "atom" else None
 
         def atomic(lanes: list[int]) -> None:
-            mem = memory()
             for t in lanes:
                 i = word(ins, t, where(t))
-                old = mem[i]
-                mem[i] = update(old, *[r(t) for r in data], signed=signed) & 0xFFFFFFFF
+                old = fetch(t, i)
+                put(i, update(old, *[r(t) for r in data], signed=signed) & 0xFFFFFFFF)
                 if write_old is not None:
                     write_old(t, old)
 
         return atomic
 
-    def address(self, addr: Addr) -> Callable[[int], int]:
+    def address(self, ins: Instr, addr: Addr) -> Callable[[int], int]:
         """Byte address of ``[base+offset]`` for thread t, as a signed number of the base width."""
         offset = addr.offset
         if addr.base is None:
@@ -503,7 +530,7 @@ class _Launch:
             value = self.layout.offsets[addr.base.name] + offset
             return lambda t: value
         width = self.reg_width(addr.base.name)
-        base = self.reader(addr.base, width)
+        base = self.reader(ins, addr.base, width)
         m = _mask(width)
         return lambda t: _sx((base(t) + offset) & m, width)
 
@@ -538,11 +565,19 @@ class _Launch:
         dst = ins.operands[0]
         write_d = self.writer(dst.first if isinstance(dst, Pair) else dst, "b32")
         write_p = self.writer(dst.second, "pred") if isinstance(dst, Pair) else None
-        ra, rb, rc, rmask = (self.reader(o, 32) for o in ins.operands[1:])
+        ra, rb, rc, rmask = (self.reader(ins, o, 32) for o in ins.operands[1:])
         group = limits.WARP_LANES
 
+        source = ins.operands[1]
+
+        def value_of(t: int, src: int, j: int) -> int:
+            """Operand a of thread src, read for thread t (a is read only where it is used)."""
+            if isinstance(source, Reg) and source.name not in self.regs[src]:
+                raise self.undefined(ins, t, f"{source.name} of source lane {j}")
+            return ra(src)
+
         def run(lanes: list[int]) -> None:
-            values = {t: ra(t) for t in lanes}
+            active = set(lanes)
             results = []
             for t in lanes:
                 lane = t % 32
@@ -560,17 +595,17 @@ class _Launch:
                          "idx": (lane & seg) | (bval & ~seg)}[mode]
                     valid = j <= max_lane
                 if not valid:
-                    results.append((t, values[t], 0))
+                    results.append((t, value_of(t, t, lane), 0))
                     continue
                 src = t - lane + j
                 if src // group != t // group:
                     why = f"source lane {j} lies outside this thread's {group}-lane warp"
-                elif src not in values:
+                elif src not in active:
                     why = f"source lane {j} is inactive or has exited"
                 elif not members >> j & 1:
                     why = f"source lane {j} is not in membermask {members:#x}"
                 else:
-                    results.append((t, values[src], 1))
+                    results.append((t, value_of(t, src, j), 1))
                     continue
                 raise self.fault(ins, t, why)
             for t, value, valid in results:

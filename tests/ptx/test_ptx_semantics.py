@@ -357,6 +357,9 @@ def test_red_exch_cas_on_shared_memory():
     ld.param.u64 %rd1, [k_param_0];
     mov.u32 %r1, %tid.x;
     mov.u32 %r2, s;
+    st.shared.u32 [s], 0;
+    st.shared.u32 [s+4], 0;
+    bar.sync 0;
     red.shared.add.u32 [%r2], %r1;
     atom.shared.exch.b32 %r3, [s+4], %r1;
     atom.shared.cas.b32 %r4, [%r2+4], %r1, 100;

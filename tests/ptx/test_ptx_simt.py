@@ -213,23 +213,91 @@ def test_shared_layout_static_then_dynamic():
         launch("shared.ptx", "dynshared", [pa, out, 8], mem, dynamic_shared=260)
 
 
-def test_shared_memory_is_zeroed_for_every_block():
-    body = """
-    .reg .b32 %r<4>;
+# -- undefined state: registers, predicates and shared memory start undefined in every block ---
+_PER_BLOCK = """
+    .reg .pred %p<4>;
+    .reg .b32 %r<8>;
     .reg .b64 %rd<4>;
-    .shared .align 4 .b8 s[4];
+    .shared .align 4 .b8 s[16];
     ld.param.u64 %rd1, [k_param_0];
     mov.u32 %r1, %ctaid.x;
-    ld.shared.u32 %r2, [s];
-    st.shared.u32 [s], 7;
+    setp.eq.u32 %p1, %r1, 0;
+    {first}
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r2;
+"""
+
+
+def per_block(first: str) -> list[int]:
+    """Run ``first`` (which should set %r2) in blocks 0 and 1; out[ctaid] = %r2."""
+    mem = Memory()
+    out = mem.array([-1, -1])
+    m = parse_module(entry(_PER_BLOCK.replace("{first}", first)))
+    return read(launch(m, None, [out], mem, grid=(2, 1), block=(1, 1)), out, 2)
+
+
+def test_register_written_only_in_the_first_block_is_undefined_in_the_second():
+    with pytest.raises(LaunchError) as err:
+        per_block("@%p1 mov.u32 %r2, 7;")
+    assert err.value.message == (
+        "line 18: `st.global.u32 [%rd3], %r2`: read of %r2 before any write in this thread "
+        "block (block ctaid=(1,0), thread tid=(0,0))")
+    assert per_block("mov.u32 %r2, 7;") == [7, 7]
+
+
+def test_shared_word_written_only_in_the_first_block_is_undefined_in_the_second():
+    with pytest.raises(LaunchError) as err:
+        per_block("@%p1 st.shared.u32 [s+12], 9;\n    ld.shared.u32 %r2, [s+12];")
+    assert err.value.message == (
+        "line 16: `ld.shared.u32 %r2, [s+12]`: read of shared memory word 3 (address 12) before "
+        "any write in this thread block (block ctaid=(1,0), thread tid=(0,0))")
+    assert per_block("st.shared.u32 [s+12], 9;\n    ld.shared.u32 %r2, [s+12];") == [9, 9]
+    with pytest.raises(LaunchError, match=r"atom\.shared.*read of shared memory word 1 \(address "
+                       r"4\) before any write in this thread block \(block ctaid=\(0,0\)"):
+        per_block("atom.shared.add.u32 %r2, [s+4], 1;")
+
+
+@pytest.mark.parametrize("first,what", [
+    ("@%p2 mov.u32 %r2, 1;", "%p2"),  # a guard
+    ("@%p2 bra $L__skip;\n    mov.u32 %r2, 1;\n$L__skip:", "%p2"),  # a branch
+    ("selp.b32 %r2, 1, 2, %p3;", "%p3"),
+    ("add.s32 %r2, %r5, 1;", "%r5"),
+    ("shfl.sync.idx.b32 %r2, %r6, 0, 0x1c1f, -1;", "%r6 of source lane 0"),
+])
+def test_reading_before_writing_names_the_register(first: str, what: str):
+    with pytest.raises(LaunchError, match=f"read of {what} before any write in this thread block "
+                       r"\(block ctaid=\(0,0\)"):
+        per_block(first)
+
+
+def test_lanes_whose_guard_is_false_read_nothing():
+    # %p1 holds only in block 0; the guarded-off add in block 1 does not read %r5
+    assert per_block("mov.u32 %r2, 3;\n    @%p1 mov.u32 %r5, 4;\n    "
+                     "@%p1 add.s32 %r2, %r5, 1;") == [5, 3]
+
+
+def test_shuffle_reads_a_only_from_the_source_lane():
+    body = """
+    .reg .pred %p<4>;
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [k_param_0];
+    mov.u32 %r1, %tid.x;
+    setp.eq.u32 %p1, %r1, 0;
+    @%p1 mov.u32 %r6, 42;
+    shfl.sync.idx.b32 %r2, %r6, {src}, 0x1c1f, -1;
     mul.wide.u32 %rd2, %r1, 4;
     add.s64 %rd3, %rd1, %rd2;
     st.global.u32 [%rd3], %r2;
     """
     mem = Memory()
-    out = mem.array([-1, -1])
-    run = launch(parse_module(entry(body)), None, [out], mem, grid=(2, 1), block=(1, 1))
-    assert read(run, out, 2) == [0, 0]
+    out = mem.array(4)
+    run = launch(parse_module(entry(body.replace("{src}", "0"))), None, [out], mem, block=(4, 1))
+    assert read(run, out, 4) == [42] * 4
+    with pytest.raises(LaunchError, match=r"read of %r6 of source lane 1 before .* thread "
+                       r"tid=\(0,0\)"):
+        launch(parse_module(entry(body.replace("{src}", "1"))), None, [out], mem, block=(4, 1))
 
 
 # -- faults ------------------------------------------------------------------------------------
