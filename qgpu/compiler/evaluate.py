@@ -22,19 +22,23 @@ class CircuitError(ValueError):
 
 
 def node_order(g: Graph) -> list[tuple[str, str]]:
-    """Rule groups ("rules", name) and banks ("bank", name) in dependency order."""
-    producer: dict[str, tuple[str, str]] = {}
+    """Rule groups ("rules", name) and banks ("bank", name) in dependency order. A node runs
+    after every writer of every feature it reads (a feature may have several writers when it is
+    ``accumulate``; a group that reads and adds to one runs after its other writers)."""
+    producers: dict[str, list[tuple[str, str]]] = {}
     for name, outs in g.rule_outputs.items():
         for f in outs:
-            producer[f] = ("rules", name)
+            producers.setdefault(f, []).append(("rules", name))
     for r in g.reads:
-        producer[r.out] = ("bank", r.bank)
+        producers.setdefault(r.out, []).append(("bank", r.bank))
     deps: dict[tuple[str, str], set[tuple[str, str]]] = {}
     for name, ins in g.rule_inputs.items():
-        deps[("rules", name)] = {producer[f] for f in ins if f in producer}
+        me = ("rules", name)
+        deps[me] = {p for f in ins for p in producers.get(f, []) if p != me}
     for b in g.banks:
+        me = ("bank", b)
         ins = g.write_inputs(b) | {r.addr for r in g.reads if r.bank == b}
-        deps[("bank", b)] = {producer[f] for f in ins if f in producer}
+        deps[me] = {p for f in ins for p in producers.get(f, []) if p != me}
     return list(TopologicalSorter(deps).static_order())
 
 
@@ -98,7 +102,8 @@ class Evaluator:
                 row = self._hot(r.addr, vals, f"read from {name}")
                 size = self.g.features[r.out].size
                 stored = mem.get(row) if row is not None else None
-                vals[r.out] = stored[:size] if stored is not None else [0] * size
+                if stored is not None:  # adds, like the GDN output does to the residual
+                    vals[r.out] = [a + b for a, b in zip(vals[r.out], stored[:size], strict=True)]
 
     def _word_row(self, w: Write, vals: Values) -> list[int]:
         word = vals[w.parts[0].feature]

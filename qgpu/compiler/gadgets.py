@@ -314,29 +314,34 @@ def _carry_terms(gen: Callable[[int], Literal_], prop: Callable[[int], Literal_]
 
 
 def add_bits(g: Graph, name: str, a: str, b: str, out: str, *, carry_in: bool | Literal_ = False,
-             carry_out: Dim | None = None, invert_b: bool = False, when: When = (),
-             group: bool = True) -> list[Rule]:
+             carry_out: Dim | None = None, invert_b: bool | Literal_ = False, when: When = (),
+             all_propagate: Dim | None = None, group: bool = True) -> list[Rule]:
     """out = (a + b + carry_in) mod 2^n on n-bit values; `invert_b` adds NOT b instead (with
-    carry_in=True that is a - b). Optional carry_out (for a - b: 1 iff a >= b unsigned).
+    carry_in=True that is a - b) — True, or a literal that chooses per token (add or subtract
+    with one adder). Optional carry_out (for a - b: 1 iff a >= b unsigned) and all_propagate
+    (every bit propagates: for a - b, a == b).
 
     Layout (two layers, carry lookahead): layer 1 writes generate g_j = a_j AND b_j and
     propagate p_j = a_j XOR b_j per bit into ``{name}.gp``; layer 2 writes
     out_i = p_i XOR c_i, where the carry c_i is a sum of mutually exclusive terms
     (g_j AND p_{j+1..i-1}), as p_i + sum(term AND NOT p_i) - sum(term AND p_i).
     Exact: a, b n bits of 0/1, a carry_in literal's dim 0/1, out n bits.
-    Cost: layer 1: 3n neurons; layer 2: n^2 (+2n with a carry-in literal or constant), +n for
-    carry_out (+1 with a carry-in) — n = 32: 96 + 1024, n = 64: 192 + 4096. 2 layers.
+    Cost: layer 1: 3n neurons (6n with a literal invert_b); layer 2: n^2 (+2n with a carry-in
+    literal or constant), +n for carry_out (+1 with a carry-in), +1 for all_propagate — n = 32:
+    96 + 1024, n = 64: 192 + 4096. 2 layers.
     """
     n = _feature(g, a).size
     _feature(g, b, size=n)
     _feature(g, out, size=n)
     gp = f"{name}.gp"
     g.feature(gp, 2 * n, "bits")
-    b1, b0 = (0, 1) if invert_b else (1, 0)  # b's literal value for an effective 1 / 0
-    g.rule_group(gp, [r for j in range(n) for r in (
-        Rule((((a, j), 1), ((b, j), b1)), (((gp, 2 * j), 1),), f"{gp}:g{j}"),
-        Rule((((a, j), 1), ((b, j), b0)), (((gp, 2 * j + 1), 1),), f"{gp}:p{j}a"),
-        Rule((((a, j), 0), ((b, j), b1)), (((gp, 2 * j + 1), 1),), f"{gp}:p{j}b"))])
+    # (extra literals, b's literal value for an effective 1, for an effective 0)
+    modes = [((), 0, 1) if invert_b is True else ((), 1, 0)] if isinstance(invert_b, bool) \
+        else [((negate(invert_b),), 1, 0), ((invert_b,), 0, 1)]
+    g.rule_group(gp, [r for j in range(n) for m, (x, b1, b0) in enumerate(modes) for r in (
+        Rule(x + (((a, j), 1), ((b, j), b1)), (((gp, 2 * j), 1),), f"{gp}:g{j}.{m}"),
+        Rule(x + (((a, j), 1), ((b, j), b0)), (((gp, 2 * j + 1), 1),), f"{gp}:p{j}a.{m}"),
+        Rule(x + (((a, j), 0), ((b, j), b1)), (((gp, 2 * j + 1), 1),), f"{gp}:p{j}b.{m}"))])
     w = tuple(when)
 
     def gen(j: int) -> Literal_:
@@ -354,6 +359,9 @@ def add_bits(g: Graph, name: str, a: str, b: str, out: str, *, carry_in: bool | 
     if carry_out is not None:
         rules += [Rule(w + term, ((carry_out, 1),), f"{name}:cout{t}")
                   for t, term in enumerate(_carry_terms(gen, prop, carry_in, n))]
+    if all_propagate is not None:
+        rules.append(Rule(w + tuple(prop(j) for j in range(n)), ((all_propagate, 1),),
+                          f"{name}:allp"))
     return _finish(g, name, rules, group)
 
 

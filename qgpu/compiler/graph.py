@@ -188,6 +188,10 @@ class Graph:
 
     def read(self, bank: str, addr: str, out: str) -> None:
         self._check_mem(bank, addr)
+        f = self.features[out]
+        if not f.accumulate and (f.token_input or any(out in o for o in self.rule_outputs.values())
+                                 or any(r.out == out for r in self.reads)):
+            raise ValueError(f"feature {out} already has a writer")
         code, f = self.banks[bank].code, self.features[out]
         if code == "word" and f.code != "word":
             raise ValueError(f"read from {bank}: {out} is not a word feature")

@@ -117,6 +117,7 @@ def schedule(g: Graph, shape: LayerShape) -> Schedule:
     """Place every node as early as its inputs and the layer sizes allow, then give features
     residual dims, reusing the dims of features that are dead (cleared by extra rules)."""
     ready: dict[str, int] = {n: -1 for n, f in g.features.items() if f.token_input}
+    first: dict[str, int] = dict(ready)  # first sublayer writing each feature (its dims' birth)
     readers: dict[str, list[int]] = {n: [] for n in g.features}
     heads_used: dict[int, int] = {}
     neurons_used: dict[int, int] = {}
@@ -148,13 +149,14 @@ def schedule(g: Graph, shape: LayerShape) -> Schedule:
         for f in ins:
             readers[f].append(s)
         for f in outs:
-            ready[f] = s
+            ready[f] = max(ready.get(f, -1), s)
+            first[f] = min(first.get(f, s), s)
     for name in g.features:
         if name not in ready:
             raise ValueError(f"feature {name} is never written")
     last = max(ready.values(), default=-1)
     clears = _place_clears(g, shape, ready, readers, neurons_used, last)
-    dims, carriers, k = _allocate(g, ready, clears)
+    dims, carriers, k = _allocate(g, first, clears)
     layers = max([last] + [2 * L + 1 for L, _ in clears.values()]) // 2 + 1
     return Schedule(g, shape, max(layers, 1), dims, k, heads, neurons, carriers, clears)
 
@@ -167,7 +169,7 @@ def _place_clears(g: Graph, shape: LayerShape, ready: dict[str, int],
     clears = {}
     aliased = {f.alias for f in g.features.values() if f.alias}
     for name, f in g.features.items():
-        if f.accumulate or not readers[name] or name in aliased:
+        if not readers[name] or name in aliased or f.token_input and f.accumulate:
             continue
         c = max(readers[name])
         c += (c % 2 == 0)  # the same MLP sublayer as the last reader, or the next one
@@ -180,7 +182,7 @@ def _place_clears(g: Graph, shape: LayerShape, ready: dict[str, int],
     return clears
 
 
-def _allocate(g: Graph, ready: dict[str, int], clears: dict[str, tuple[int, int]]) \
+def _allocate(g: Graph, first: dict[str, int], clears: dict[str, tuple[int, int]]) \
         -> tuple[dict[str, list[int]], list[int], int]:
     """Residual dims per feature; a dim freed by a clear in sublayer c can hold a feature
     written after c. Read outputs use carrier dims, everything else plain dims."""
@@ -190,7 +192,7 @@ def _allocate(g: Graph, ready: dict[str, int], clears: dict[str, tuple[int, int]
     carriers: list[int] = []
     k = nx.RESERVED_DIMS
     def born(n: str) -> int:  # token inputs hold their dims from the embedding on
-        return -1 if g.features[n].token_input else ready[n]
+        return -1 if g.features[n].token_input else first[n]
 
     for name in sorted(g.features, key=lambda n: (born(n), n)):
         f, carrier = g.features[name], name in read_outs

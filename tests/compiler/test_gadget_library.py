@@ -234,6 +234,30 @@ def add_sub_ref(n: int, *, words: bool = False) -> Callable[[Inputs], Inputs]:
     return ref
 
 
+def add_or_sub(n: int) -> Callable[[Graph, Namer], None]:
+    """One adder that adds or subtracts as a token's `m` bit says (invert_b a literal), with
+    carry out and the all-propagate flag (for a subtraction: a == b)."""
+    def build(g: Graph, p: Namer) -> None:
+        for f in ("a", "b"):
+            g.feature(p(f), n, "bits", token_input=True)
+        g.feature(p("m"), 1, "bits", token_input=True)
+        g.feature(p("s"), n, "bits")
+        g.feature(p("c"), 2, "bits")
+        m = ((p("m"), 0), 1)
+        gd.add_bits(g, p("as"), p("a"), p("b"), p("s"), invert_b=m, carry_in=m,
+                    carry_out=(p("c"), 0), all_propagate=(p("c"), 1))
+    return build
+
+
+def add_or_sub_ref(n: int) -> Callable[[Inputs], Inputs]:
+    def ref(t: Inputs) -> Inputs:
+        a, b, sub, m = val(t["a"]), val(t["b"]), t["m"][0], 1 << n
+        b_eff = (m - 1) ^ b if sub else b
+        total = a + b_eff + sub
+        return {"s": bits(total % m, n), "c": [int(total >= m), int(a ^ b_eff == m - 1)]}
+    return ref
+
+
 def pairs(n: int, enc: Callable[[int], list[int]], carry: bool = False) -> list[Inputs]:
     """Every pair of n-bit values (with carry: every carry-in and enable bit too)."""
     return [{"a": enc(a), "b": enc(b)} | ({"ci": bits(c, 2)} if carry else {})
@@ -380,6 +404,8 @@ CASES = [
     Case("add_sub_bits4_carry", add_sub(4, carry=True), pairs(4, _bits(4), True),
          add_sub_ref(4)),
     Case("add_sub_bits32_random", add_sub(32), samples(32, _bits(32), ROWS, 1), add_sub_ref(32)),
+    Case("add_or_sub_bits5", add_or_sub(5), [t | {"m": [m]} for t in pairs(5, _bits(5))
+                                             for m in (0, 1)], add_or_sub_ref(5)),
     Case("add_sub_words3", add_sub(3, words=True), pairs(6, _word(3)), add_sub_ref(3, words=True)),
     Case("add_sub_words2_carry", add_sub(2, words=True, carry=True), pairs(4, _word(2), True),
          add_sub_ref(2, words=True)),
