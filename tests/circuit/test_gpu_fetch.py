@@ -45,7 +45,7 @@ def test_every_token_has_one_hot_dim_per_selection_field() -> None:
 
 def test_prompt_loads_rom_and_exec_decodes_every_slot() -> None:
     launch, prompt = dot_prompt()
-    g = machine.build()
+    g = machine.build(execute=False)
     ev = Evaluator(g)
     for token in prompt:
         ev.step(encoding.features(token))
@@ -66,7 +66,7 @@ def test_prompt_loads_rom_and_exec_decodes_every_slot() -> None:
 
 def test_parameters_and_shape_are_loaded() -> None:
     launch, prompt = dot_prompt()
-    ev = Evaluator(machine.build())
+    ev = Evaluator(machine.build(execute=False))
     for token in prompt:
         ev.step(encoding.features(token))
     assert {r: value(v[:32]) for r, v in ev.memory["param"].items()} == \
@@ -80,5 +80,5 @@ def test_compiled_layers_match_the_evaluator(dtype: str, step: bool) -> None:
     """The same prompt and EXEC tokens through the compiled 2B-shaped layers."""
     launch, prompt = dot_prompt()
     tokens = prompt + [T.name(f"exec:{b}:w0:m15") for b in range(len(launch.program.blocks))]
-    g = machine.build()
+    g = machine.build(execute=False)
     assert_exact(g, [encoding.features(t) for t in tokens], dtype, step)

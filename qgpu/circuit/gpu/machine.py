@@ -212,11 +212,17 @@ def instr_bits(slot: int, field: str) -> list[Dim]:
     return out
 
 
-def build() -> Graph:
+def build(*, execute: bool = True) -> Graph:
+    """Every stage of the machine, in one graph (`execute=False`: only the memory-side stages,
+    for tests of the prompt and the write-back frames)."""
+    from qgpu.circuit.gpu import execute as slots
+
     g = Graph()
     inputs(g)
     prompt(g)
     state(g)
     writeback(g)
     fetch(g)
+    if execute:
+        slots.build_slots(g)
     return g

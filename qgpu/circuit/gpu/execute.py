@@ -1,0 +1,240 @@
+"""Executing a block's slots for the 4 lanes of a warp inside one EXEC pass.
+
+Per slot s and lane l:
+
+* **operands** — ports a, b, c read the lane's register file (one bits-bank copy per slot, port
+  and lane, row = (warp, register), all written by VAL frames) at the address the slot's fields
+  name. A value an earlier slot of the same block wrote is patched in place: the read feature
+  gets +1/-1 per differing bit from the latest earlier slot that wrote that register in this
+  lane. With ``bi`` the immediate is added to port b (which then reads r0 = 0).
+* **guard** — the guard predicate is read and patched the same way; ``x{s}.ex{l}`` = the lane is
+  active and its guard allows the instruction.
+* **results** — every unit adds into ``x{s}.res{l}`` (or the predicate ``x{s}.pres{l}``) gated
+  by its opcode and ``ex``, so exactly one unit's value lands there; ``x{s}.wr{l}`` /
+  ``x{s}.pwr{l}`` say the lane wrote register d (r0 never counts) / predicate d.
+
+Units so far: one adder per lane that adds or subtracts (ADD, SUB, and the flags of SETP and
+MIN/MAX), bitwise AND/OR/XOR/NOT.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+
+from qgpu import limits
+from qgpu.circuit.gpu.machine import (
+    DATA_TAPS,
+    LANES,
+    PRED_ROWS,
+    REG_ROWS,
+    instr_bits,
+    kind_dim,
+    rails,
+)
+from qgpu.compiler import gadgets as gd
+from qgpu.compiler.graph import Graph, Part, Rule
+from qgpu.isa import PRED_DEST_OPS, Cmp, Op
+
+PORTS = "abc"
+WORD = 32
+EXEC = ((kind_dim("exec"), 1),)
+REG_WRITING_OPS = tuple(op for op in Op if op not in PRED_DEST_OPS and op != Op.ST)
+SUBTRACTING_OPS = (Op.SUB, Op.SETP, Op.MIN, Op.MAX, Op.MINU, Op.MAXU)
+SUPPORTED_OPS = frozenset({Op.ADD, Op.SUB, Op.AND, Op.OR, Op.XOR, Op.NOT, Op.SETP, Op.MIN,
+                           Op.MAX, Op.MINU, Op.MAXU})  # fmt: skip
+"""Opcodes whose results the circuit computes so far (the rest is the next step)."""
+
+
+def field_is(slot: int, field: str, value: int) -> tuple:
+    """Literals: the slot's instruction field holds `value`."""
+    return tuple((d, value >> i & 1) for i, d in enumerate(instr_bits(slot, field)))
+
+
+def op_is(slot: int, op: Op) -> tuple:
+    return field_is(slot, "op", int(op))
+
+
+def any_op(g: Graph, name: str, slot: int, ops: tuple[Op, ...]) -> None:
+    """A 1-dim flag: the slot's opcode is one of `ops`."""
+    g.feature(name, 1)
+    g.rule_group(name, [Rule(EXEC + op_is(slot, op), (((name, 0), 1),)) for op in ops])
+
+
+def reg_bank(g: Graph, lane: int, name: str) -> None:
+    """A copy of lane `lane`'s register file, kept current by VAL frames."""
+    g.bank(name, REG_ROWS, "bits")
+    g.write(name, "wb.reg", parts=[Part("byte1")] + DATA_TAPS, enable=("wb.lane", lane))
+
+
+def pred_bank(g: Graph, lane: int, name: str) -> None:
+    g.bank(name, PRED_ROWS, "bits")
+    g.write(name, "wb.pred", parts=[Part(f"wb.pv{lane}")], enable=("pwm1", lane))
+
+
+def _patch(g: Graph, name: str, slot: int, target: Callable[[int], str], width: int,
+           same: Callable[[int], list[tuple]], wrote: str, result: str) -> None:
+    """Patch the read feature target(lane) with the value that the latest earlier slot j of the
+    block wrote to the same register / predicate in that lane: eq (the slots name the same one:
+    any of same(j)'s literal sets holds) -> hit (and the lane wrote it) -> sel (no later slot
+    hit) -> +1 / -1 per bit that differs from the read."""
+    js = list(range(slot))
+    eq = f"{name}.eq"
+    g.feature(eq, len(js))
+    g.rule_group(eq, [Rule(lits, (((eq, j), 1),)) for j in js for lits in same(j)])
+    for lane in LANES:
+        hit, sel, out = f"{name}.hit{lane}", f"{name}.sel{lane}", target(lane)
+        g.feature(hit, len(js))
+        g.rule_group(hit, [Rule((((eq, j), 1), ((wrote.format(j=j, lane=lane), 0), 1)),
+                                (((hit, j), 1),)) for j in js])
+        g.feature(sel, len(js))
+        g.rule_group(sel, [Rule((((hit, j), 1),) + tuple(((hit, m), 0) for m in js[j + 1:]),
+                                (((sel, j), 1),)) for j in js])
+        g.rule_group(f"{out}.patch", [
+            Rule((((sel, j), 1), ((result.format(j=j, lane=lane), i), new), ((out, i), 1 - new)),
+                 (((out, i), 1 if new else -1),))
+            for j in js for i in range(width) for new in (0, 1)])
+
+
+def operands(g: Graph, s: int) -> None:
+    """Addresses, reads and in-block patches of slot s's register operands."""
+    for port in PORTS:
+        addr = f"x{s}.ad{port}"
+        g.feature(addr, REG_ROWS, "onehot")
+        g.rule_group(addr, [
+            Rule(EXEC + rails("wrp", 2, w) + field_is(s, port, r),
+                 (((addr, w * limits.NUM_REGS + r), 1),))
+            for w in range(limits.MAX_WARPS) for r in range(limits.NUM_REGS)])
+        for lane in LANES:
+            reg_bank(g, lane, f"regs.{lane}.{s}{port}")
+            g.feature(f"x{s}.{port}{lane}", WORD, accumulate=True)
+            g.read(f"regs.{lane}.{s}{port}", addr, f"x{s}.{port}{lane}")
+        if s:
+            _patch(g, f"x{s}.{port}", s, lambda lane, port=port: f"x{s}.{port}{lane}", WORD,
+                   lambda j, port=port: [field_is(s, port, r) + field_is(j, "d", r)
+                                         for r in range(limits.NUM_REGS)],
+                   "x{j}.wr{lane}", "x{j}.res{lane}")
+    bi, imm = instr_bits(s, "bi")[0], instr_bits(s, "imm")
+    g.rule_group(f"x{s}.imm", [Rule(EXEC + ((bi, 1), (imm[i], 1)), (((f"x{s}.b{lane}", i), 1),))
+                               for lane in LANES for i in range(WORD)])
+
+
+def guard(g: Graph, s: int) -> None:
+    """x{s}.ex{lane}: the lane is active and its guard predicate allows the instruction."""
+    addr = f"x{s}.adg"
+    g.feature(addr, PRED_ROWS, "onehot")
+    g.rule_group(addr, [
+        Rule(EXEC + rails("wrp", 2, w) + field_is(s, "guard", v),
+             (((addr, w * limits.NUM_PREDS + (v - 1) % limits.NUM_PREDS), 1),))
+        for w in range(limits.MAX_WARPS) for v in range(1, 1 + 2 * limits.NUM_PREDS)])
+    for lane in LANES:
+        pred_bank(g, lane, f"preds.{lane}.{s}")
+        g.feature(f"x{s}.g{lane}", 1, accumulate=True)
+        g.read(f"preds.{lane}.{s}", addr, f"x{s}.g{lane}")
+    if s:
+        _patch(g, f"x{s}.g", s, lambda lane: f"x{s}.g{lane}", 1,
+               lambda j: [field_is(s, "guard", v) + field_is(j, "d", (v - 1) % limits.NUM_PREDS)
+                          for v in range(1, 1 + 2 * limits.NUM_PREDS)],
+               "x{j}.pwr{lane}", "x{j}.pres{lane}")
+    for lane in LANES:
+        ex, pg = f"x{s}.ex{lane}", ((f"x{s}.g{lane}", 0),)
+        g.feature(ex, 1)
+        active = EXEC + ((("msk1", lane), 1),)
+        rules = [Rule(active + field_is(s, "guard", 0), (((ex, 0), 1),))]
+        for p in range(limits.NUM_PREDS):
+            rules.append(Rule(active + field_is(s, "guard", 1 + p) + ((pg[0], 1),),
+                              (((ex, 0), 1),)))
+            rules.append(Rule(active + field_is(s, "guard", 1 + limits.NUM_PREDS + p)
+                              + ((pg[0], 0),), (((ex, 0), 1),)))
+        g.rule_group(ex, rules)
+
+
+def writes(g: Graph, s: int) -> None:
+    """x{s}.wr{lane} / x{s}.pwr{lane}: the lane writes register d != r0 / predicate d."""
+    for lane in LANES:
+        wr, pwr, ex = f"x{s}.wr{lane}", f"x{s}.pwr{lane}", (((f"x{s}.ex{lane}", 0), 1),)
+        g.feature(wr, 1)
+        g.rule_group(wr, [Rule(ex + op_is(s, op), (((wr, 0), 1),)) for op in REG_WRITING_OPS]
+                     + [Rule(ex + op_is(s, op) + field_is(s, "d", 0), (((wr, 0), -1),))
+                        for op in REG_WRITING_OPS])
+        g.feature(pwr, 1)
+        g.rule_group(pwr, [Rule(ex + op_is(s, op), (((pwr, 0), 1),)) for op in PRED_DEST_OPS])
+
+
+# relations of a - b from (Z = equal, C = no borrow, a31, b31)
+_LT = {(z, c, a, b): bool((a and not b) or (a == b and not c and not z))
+       for z in (0, 1) for c in (0, 1) for a in (0, 1) for b in (0, 1)}
+_RELATIONS: dict[Cmp, Callable[[int, int, int, int], bool]] = {
+    Cmp.EQ: lambda z, c, a, b: bool(z),
+    Cmp.NE: lambda z, c, a, b: not z,
+    Cmp.LT: lambda z, c, a, b: _LT[(z, c, a, b)],
+    Cmp.LE: lambda z, c, a, b: _LT[(z, c, a, b)] or bool(z),
+    Cmp.GT: lambda z, c, a, b: not (_LT[(z, c, a, b)] or z),
+    Cmp.GE: lambda z, c, a, b: not _LT[(z, c, a, b)],
+    Cmp.LO: lambda z, c, a, b: not c,
+    Cmp.LS: lambda z, c, a, b: not c or bool(z),
+    Cmp.HI: lambda z, c, a, b: bool(c) and not z,
+    Cmp.HS: lambda z, c, a, b: bool(c),
+}
+_TAKE_A = {Op.MIN: Cmp.LE, Op.MAX: Cmp.GE, Op.MINU: Cmp.LS, Op.MAXU: Cmp.HS}
+
+
+def alu(g: Graph, s: int) -> None:
+    """The units of slot s (see the module docstring)."""
+    inv = f"x{s}.inv"
+    any_op(g, inv, s, SUBTRACTING_OPS)
+    any_op(g, f"x{s}.isadd", s, (Op.ADD, Op.SUB))
+    sub = ((inv, 0), 1)
+    for lane in LANES:
+        a, b, res, ex = f"x{s}.a{lane}", f"x{s}.b{lane}", f"x{s}.res{lane}", f"x{s}.ex{lane}"
+        g.feature(res, WORD, accumulate=True)
+        g.feature(f"x{s}.pres{lane}", 1, accumulate=True)
+        total, flags = f"x{s}.sum{lane}", f"x{s}.fl{lane}"  # flags: C (no borrow), Z (a == b)
+        g.feature(total, WORD)
+        g.feature(flags, 2)
+        gd.add_bits(g, f"x{s}.add{lane}", a, b, total, invert_b=sub, carry_in=sub,
+                    carry_out=(flags, 0), all_propagate=(flags, 1))
+        run = ((ex, 0), 1)
+        g.rule_group(f"{res}.sum", [Rule((run, ((f"x{s}.isadd", 0), 1), ((total, i), 1)),
+                                         (((res, i), 1),)) for i in range(WORD)])
+        for op, fn in ((Op.AND, operator.and_), (Op.OR, operator.or_), (Op.XOR, operator.xor)):
+            gd.bitwise(g, f"{res}.{op.name.lower()}", a, b, res, fn,
+                       when=(run,) + op_is(s, op))
+        g.rule_group(f"{res}.not", [Rule((run,) + op_is(s, Op.NOT) + (((a, i), 0),),
+                                         (((res, i), 1),)) for i in range(WORD)])
+        _compares(g, s, lane)
+
+
+def _compares(g: Graph, s: int, lane: int) -> None:
+    """SETP from the subtraction's flags and the operands' sign bits; MIN/MAX pick a or b."""
+    a, b, flags = f"x{s}.a{lane}", f"x{s}.b{lane}", f"x{s}.fl{lane}"
+    run = ((f"x{s}.ex{lane}", 0), 1)
+
+    def state(z: int, c: int, sa: int, sb: int) -> tuple:
+        return (((flags, 1), z), ((flags, 0), c), ((a, WORD - 1), sa), ((b, WORD - 1), sb))
+
+    combos = [k for k in _LT if not (k[0] and not k[1]) and not (k[0] and k[2] != k[3])]
+    setp = []
+    for cmp, rel in _RELATIONS.items():
+        for k in combos:
+            if rel(*k):
+                setp.append(Rule((run,) + op_is(s, Op.SETP) + field_is(s, "mod", int(cmp))
+                                 + state(*k), (((f"x{s}.pres{lane}", 0), 1),)))
+    g.rule_group(f"x{s}.setp{lane}", setp)
+    take = f"x{s}.take{lane}"  # MIN/MAX: the result is a (else b)
+    g.feature(take, 1)
+    g.rule_group(take, [Rule((run,) + op_is(s, op) + state(*k), (((take, 0), 1),))
+                        for op, cmp in _TAKE_A.items() for k in combos if _RELATIONS[cmp](*k)])
+    res = f"x{s}.res{lane}"
+    g.rule_group(f"{res}.minmax", [
+        Rule((run,) + op_is(s, op) + (((take, 0), t), ((a if t else b, i), 1)),
+             (((res, i), 1),))
+        for op in _TAKE_A for t in (0, 1) for i in range(WORD)])
+
+
+def build_slots(g: Graph) -> None:
+    for s in range(limits.BLOCK_SLOTS):
+        guard(g, s)
+        writes(g, s)
+        operands(g, s)
+        alu(g, s)
