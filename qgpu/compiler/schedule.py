@@ -114,51 +114,103 @@ def _ranges(ds: list[int]) -> list[list[int]] | list[int]:
 
 
 def schedule(g: Graph, shape: LayerShape) -> Schedule:
-    """Place every node as early as its inputs and the layer sizes allow, then give features
-    residual dims, reusing the dims of features that are dead (cleared by extra rules)."""
+    """Place every node as early as its inputs and the layer sizes allow, then sink each node
+    whose outputs are read later to just before its first reader (so values do not sit in the
+    residual longer than needed), then give features residual dims, reusing the dims of features
+    that are dead (cleared by extra rules)."""
+    order = node_order(g)
+    io = {node: _node_io(g, node, shape) for node in order}
+    place: dict[tuple[str, str], int] = {}
+    used: dict[tuple[str, int], int] = {}  # (kind, sublayer) -> neurons or heads taken
     ready: dict[str, int] = {n: -1 for n, f in g.features.items() if f.token_input}
+    for node in order:
+        ins, outs, size = io[node]
+        s = max([ready[f] for f in ins] + [-1]) + 1
+        s = _fit(node[0], s, size, used, shape)
+        place[node] = s
+        used[(node[0], s)] = used.get((node[0], s), 0) + size
+        for f in outs:
+            ready[f] = max(ready.get(f, -1), s)
+    for name in g.features:
+        if name not in ready:
+            raise ValueError(f"feature {name} is never written")
+    _sink(g, order, io, place, used, shape)
+
+    ready = {n: -1 for n, f in g.features.items() if f.token_input}
     first: dict[str, int] = dict(ready)  # first sublayer writing each feature (its dims' birth)
     readers: dict[str, list[int]] = {n: [] for n in g.features}
-    heads_used: dict[int, int] = {}
-    neurons_used: dict[int, int] = {}
     heads: dict[str, tuple[int, int]] = {}
     neurons: dict[str, tuple[int, int]] = {}
-    for kind, name in node_order(g):
-        if kind == "rules":
-            ins, outs, size = g.rule_inputs[name], g.rule_outputs[name], len(g.rules[name])
-            if size > shape.intermediate:
-                raise ValueError(f"rule group {name} has {size} neurons > {shape.intermediate}")
-            s = max([ready[f] for f in ins] + [-1]) + 1
-            s += (s % 2 == 0)  # MLP sublayers are odd
-            while neurons_used.get(s // 2, 0) + size > shape.intermediate:
-                s += 2
-            neurons[name] = (s // 2, neurons_used.get(s // 2, 0))
-            neurons_used[s // 2] = neurons_used.get(s // 2, 0) + size
-        else:
-            writes = sum(w.bank == name for w in g.writes)
-            if writes > 1 or sum(r.bank == name for r in g.reads) > 1:
-                raise ValueError(f"bank {name}: one write and one read per token at most")
-            ins = g.write_inputs(name) | {r.addr for r in g.reads if r.bank == name}
-            outs = {r.out for r in g.reads if r.bank == name}
-            s = max([ready[f] for f in ins] + [-1]) + 1
-            s += (s % 2 == 1)  # GDN sublayers are even
-            while heads_used.get(s // 2, 0) >= shape.gdn_heads:
-                s += 2
-            heads[name] = (s // 2, heads_used.get(s // 2, 0))
-            heads_used[s // 2] = heads_used.get(s // 2, 0) + 1
+    taken: dict[int, int] = {}
+    for node in sorted(order, key=lambda n: place[n]):
+        ins, outs, size = io[node]
+        s = place[node]
+        (neurons if node[0] == "rules" else heads)[node[1]] = (s // 2, taken.get(s, 0))
+        taken[s] = taken.get(s, 0) + size
         for f in ins:
             readers[f].append(s)
         for f in outs:
             ready[f] = max(ready.get(f, -1), s)
             first[f] = min(first.get(f, s), s)
-    for name in g.features:
-        if name not in ready:
-            raise ValueError(f"feature {name} is never written")
+    neurons_used = {s // 2: n for s, n in taken.items() if s % 2}
     last = max(ready.values(), default=-1)
     clears = _place_clears(g, shape, ready, readers, neurons_used, last)
     dims, carriers, k = _allocate(g, first, clears)
     layers = max([last] + [2 * L + 1 for L, _ in clears.values()]) // 2 + 1
     return Schedule(g, shape, max(layers, 1), dims, k, heads, neurons, carriers, clears)
+
+
+def _node_io(g: Graph, node: tuple[str, str], shape: LayerShape) \
+        -> tuple[set[str], set[str], int]:
+    """(features read, features written, neurons or heads taken) of a node."""
+    kind, name = node
+    if kind == "rules":
+        size = len(g.rules[name])
+        if size > shape.intermediate:
+            raise ValueError(f"rule group {name} has {size} neurons > {shape.intermediate}")
+        return set(g.rule_inputs[name]), set(g.rule_outputs[name]), size
+    if sum(w.bank == name for w in g.writes) > 1 or sum(r.bank == name for r in g.reads) > 1:
+        raise ValueError(f"bank {name}: one write and one read per token at most")
+    ins = g.write_inputs(name) | {r.addr for r in g.reads if r.bank == name}
+    return ins, {r.out for r in g.reads if r.bank == name}, 1
+
+
+def _fit(kind: str, s: int, size: int, used: dict[tuple[str, int], int],
+         shape: LayerShape) -> int:
+    """The first sublayer >= s of the node's kind (MLP odd, GDN even) with room for it."""
+    s += (s % 2 == 0) if kind == "rules" else (s % 2 == 1)
+    cap = shape.intermediate if kind == "rules" else shape.gdn_heads
+    while used.get((kind, s), 0) + size > cap:
+        s += 2
+    return s
+
+
+def _sink(g: Graph, order: list, io: dict, place: dict, used: dict, shape: LayerShape) -> None:
+    """Move nodes later, latest first, while every reader of their outputs still comes after
+    them. Nodes whose outputs nobody reads (the circuit's results) stay where they are."""
+    readers_of: dict[str, list[tuple[str, str]]] = {}
+    for node in order:
+        for f in io[node][0]:
+            readers_of.setdefault(f, []).append(node)
+    for node in reversed(order):
+        ins, outs, size = io[node]
+        later = [place[r] for f in outs for r in readers_of.get(f, []) if r != node]
+        writers_after = [place[w] for f in outs for w in order
+                         if w != node and f in io[w][1] and f in io[w][0]]
+        if not later:
+            continue
+        limit = min(later + writers_after) - 1
+        kind, cap = node[0], shape.intermediate if node[0] == "rules" else shape.gdn_heads
+        best = place[node]
+        s = best + 2
+        while s <= limit:
+            if used.get((kind, s), 0) + size <= cap:
+                best = s
+            s += 2
+        if best != place[node]:
+            used[(kind, place[node])] -= size
+            used[(kind, best)] = used.get((kind, best), 0) + size
+            place[node] = best
 
 
 def _place_clears(g: Graph, shape: LayerShape, ready: dict[str, int],

@@ -22,7 +22,6 @@ from collections.abc import Sequence
 from qgpu import limits, rom
 from qgpu.circuit.gpu.encoding import FIELDS, KINDS
 from qgpu.compiler.graph import Dim, Graph, Part, Rule
-from qgpu.isa import Op
 
 DATA_TAPS = [Part(f"d{k}", k, 8 * k) for k in range(1, 4)]
 """Bytes 1..3 of a header's frame: the data tokens 1..3 places before it."""
@@ -187,19 +186,10 @@ def writeback(g: Graph) -> None:
 
 
 def fetch(g: Graph) -> None:
-    """An EXEC token reads every ROM row of its block; the slots' fields are decoded to one-hots
-    where the machine selects by them (opcode, guard, register fields)."""
+    """An EXEC token reads every ROM row of its block (the slots decode the bits they need)."""
     for s, p, bits in rom_parts():
         g.feature(f"ins{s}.{p}", bits)
         g.read(f"rom.{s}.{p}", "blk_hot", f"ins{s}.{p}")
-    exec_ = ((kind_dim("exec"), 1),)
-    for s in range(limits.BLOCK_SLOTS):
-        onehot_from(g, f"dec{s}.op", instr_bits(s, "op"), f"s{s}.op", size=len(Op), when=exec_)
-        onehot_from(g, f"dec{s}.guard", instr_bits(s, "guard"), f"s{s}.guard",
-                    size=1 + 2 * limits.NUM_PREDS, when=exec_)
-        for r in "dabc":
-            onehot_from(g, f"dec{s}.{r}", instr_bits(s, r), f"s{s}.{r}", size=limits.NUM_REGS,
-                        when=exec_)
 
 
 def instr_bits(slot: int, field: str) -> list[Dim]:
