@@ -12,8 +12,10 @@ from qgpu.interp import MASK32, _compare, alu
 from qgpu.isa import Op, guard_parts
 from tests.circuit.test_gpu_writeback import launch_stream
 
-KERNELS = ("dot", "vec_max", "minmax_abs", "count_if", "divergent_if_else", "gray_code",
-           "bits_masks", "reduce_sum", "nested_loops", "loop_break_continue")  # fmt: skip
+KERNELS = ("dot", "vec_max", "index_2d", "copy", "reduce_multiblock", "minmax_abs", "count_if",
+           "divergent_if_else", "gray_code", "bits_masks", "reduce_sum", "nested_loops",
+           "loop_break_continue")  # fmt: skip
+"""Launches with several warps and thread blocks, 2-D shapes, divergence and loops."""
 
 
 def value(bits: list[int]) -> int:
@@ -58,7 +60,14 @@ def test_slots_compute_what_the_machine_computes(graph, name: str) -> None:
                     unknown.add((ln, dest, ins.d))
                     continue
                 a, b = r[(ln, ins.a)], ins.imm & MASK32 if ins.bi else r[(ln, ins.b)]
-                if ins.op == Op.SETP:
+                if ins.op == Op.S2R:
+                    t, (bx, by), (gx, gy) = 4 * rec.warp + ln, launch.block, launch.grid
+                    want = (t % bx, t // bx, bx, by, rec.cta % gx, rec.cta // gx, gx, gy)[ins.mod]
+                    assert value(vals[f"x{s}.res{ln}"]) == want, (name, rec.block, s, ln, ins)
+                    if ins.d:
+                        r[(ln, ins.d)] = want
+                        unknown.discard((ln, "r", ins.d))
+                elif ins.op == Op.SETP:
                     want = _compare(ins.mod, a, b)
                     assert vals[f"x{s}.pres{ln}"] == [int(want)], (name, rec.block, s, ln)
                     p[(ln, ins.d)] = want

@@ -14,7 +14,8 @@ Per slot s and lane l:
   ``x{s}.pwr{l}`` say the lane wrote register d (r0 never counts) / predicate d.
 
 Units so far: one adder per lane that adds or subtracts (ADD, SUB, and the flags of SETP and
-MIN/MAX), bitwise AND/OR/XOR/NOT.
+MIN/MAX), bitwise AND/OR/XOR/NOT, special registers (S2R: lookups over the warp, the lane, the
+thread block and the launch shape read from memory).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import operator
 from collections.abc import Callable
 
 from qgpu import limits
+from qgpu.circuit.gpu.encoding import SHAPE_BITS
 from qgpu.circuit.gpu.machine import (
     DATA_TAPS,
     LANES,
@@ -34,7 +36,7 @@ from qgpu.circuit.gpu.machine import (
 )
 from qgpu.compiler import gadgets as gd
 from qgpu.compiler.graph import Graph, Part, Rule
-from qgpu.isa import PRED_DEST_OPS, Cmp, Op
+from qgpu.isa import PRED_DEST_OPS, Cmp, Op, SReg
 
 PORTS = "abc"
 WORD = 32
@@ -42,7 +44,7 @@ EXEC = ((kind_dim("exec"), 1),)
 REG_WRITING_OPS = tuple(op for op in Op if op not in PRED_DEST_OPS and op != Op.ST)
 SUBTRACTING_OPS = (Op.SUB, Op.SETP, Op.MIN, Op.MAX, Op.MINU, Op.MAXU)
 SUPPORTED_OPS = frozenset({Op.ADD, Op.SUB, Op.AND, Op.OR, Op.XOR, Op.NOT, Op.SETP, Op.MIN,
-                           Op.MAX, Op.MINU, Op.MAXU})  # fmt: skip
+                           Op.MAX, Op.MINU, Op.MAXU, Op.S2R})  # fmt: skip
 """Opcodes whose results the circuit computes so far (the rest is the next step)."""
 
 
@@ -232,9 +234,58 @@ def _compares(g: Graph, s: int, lane: int) -> None:
         for op in _TAKE_A for t in (0, 1) for i in range(WORD)])
 
 
+def _extent(feature: str, axis: int, value: int) -> tuple:
+    """Literals: the shape feature's extent on `axis` (0 = x, 1 = y) is `value` (1..16)."""
+    return tuple(((feature, axis * SHAPE_BITS + i), (value - 1) >> i & 1)
+                 for i in range(SHAPE_BITS))
+
+
+def _cta_is(c: int) -> tuple:
+    return tuple((("cur.cta", i), c >> i & 1) for i in range(4))
+
+
+def special(g: Graph, s: int) -> None:
+    """S2R. Values the whole warp shares (ntid, ctaid, nctaid: at most 16, five bits) are looked
+    up once per slot, tid.x / tid.y per lane from (warp, lane, ntid.x)."""
+    uniform = f"x{s}.su"
+    g.feature(uniform, SHAPE_BITS)
+    s2r = EXEC + op_is(s, Op.S2R)
+    sizes = range(1, 17)
+
+    def put(value: int) -> tuple:
+        return tuple(((uniform, i), 1) for i in range(SHAPE_BITS) if value >> i & 1)
+
+    rules = []
+    for reg, feature, axis in ((SReg.NTID_X, "cfg.b", 0), (SReg.NTID_Y, "cfg.b", 1),
+                               (SReg.NCTAID_X, "cfg.g", 0), (SReg.NCTAID_Y, "cfg.g", 1)):
+        rules += [Rule(s2r + field_is(s, "mod", reg) + _extent(feature, axis, n), put(n))
+                  for n in sizes]
+    for gx in sizes:
+        for c in range(limits.MAX_GRID_BLOCKS):
+            for reg, v in ((SReg.CTAID_X, c % gx), (SReg.CTAID_Y, c // gx)):
+                if v:
+                    rules.append(Rule(s2r + field_is(s, "mod", reg) + _extent("cfg.g", 0, gx)
+                                      + _cta_is(c), put(v)))
+    g.rule_group(uniform, [r for r in rules if r.deltas])
+    for lane in LANES:
+        res, run = f"x{s}.res{lane}", ((f"x{s}.ex{lane}", 0), 1)
+        rules = [Rule((run, ((uniform, i), 1)), (((res, i), 1),)) for i in range(SHAPE_BITS)]
+        for w in range(limits.MAX_WARPS):
+            t = limits.WARP_LANES * w + lane
+            for bx in sizes:
+                for reg, v in ((SReg.TID_X, t % bx), (SReg.TID_Y, t // bx)):
+                    if v:
+                        rules.append(Rule((run,) + op_is(s, Op.S2R) + field_is(s, "mod", reg)
+                                          + rails("wrp", 2, w) + _extent("cfg.b", 0, bx),
+                                          tuple(((res, i), 1) for i in range(SHAPE_BITS)
+                                                if v >> i & 1)))
+        g.rule_group(f"{res}.s2r", rules)
+
+
 def build_slots(g: Graph) -> None:
     for s in range(limits.BLOCK_SLOTS):
         guard(g, s)
         writes(g, s)
         operands(g, s)
         alu(g, s)
+        special(g, s)

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from qgpu import limits, rom
-from qgpu.circuit.gpu.encoding import FIELDS, KINDS
+from qgpu.circuit.gpu.encoding import FIELDS, KINDS, SHAPE_BITS
 from qgpu.compiler.graph import Dim, Graph, Part, Rule
 
 DATA_TAPS = [Part(f"d{k}", k, 8 * k) for k in range(1, 4)]
@@ -103,7 +103,7 @@ def prompt(g: Graph) -> None:
     g.write("param", "pword_hot", parts=[Part("byte1")] + DATA_TAPS, enable=kind_dim("param"))
     for kind, fields in (("block", ("bx", "by")), ("grid", ("gx", "gy")), ("shared", ("shw",))):
         g.bank(f"cfg.{kind}", 1, "bits")
-        offsets = [0, 5]
+        offsets = [0, SHAPE_BITS]
         g.write(f"cfg.{kind}", "one",
                 parts=[Part(f, 0, off) for f, off in zip(fields, offsets, strict=False)],
                 enable=kind_dim(kind))
@@ -118,7 +118,8 @@ LANES = range(limits.WARP_LANES)
 
 
 def state(g: Graph) -> None:
-    """cur.wm = (warp, active lanes) of the last EXEC; cur.cta = the running thread block."""
+    """cur.wm = (warp, active lanes) of the last EXEC; cur.cta = the running thread block;
+    cfg.b / cfg.g = the launch shape (each extent minus 1, x then y)."""
     g.bank("cur.wm", 1, "bits")
     g.write("cur.wm", "one", parts=[Part("wrp1"), Part("msk1", 0, 2)], enable=kind_dim("exec"))
     g.feature("cur.wm", 2 + limits.WARP_LANES)
@@ -127,6 +128,9 @@ def state(g: Graph) -> None:
     g.write("cur.cta", "one", parts=[Part("cta1")], enable=kind_dim("cta"))
     g.feature("cur.cta", 4)
     g.read("cur.cta", "one", "cur.cta")
+    for bank, out in (("cfg.block", "cfg.b"), ("cfg.grid", "cfg.g")):  # extents - 1, x then y
+        g.feature(out, 2 * SHAPE_BITS)
+        g.read(bank, "one", out)
 
 
 def cur_warp(w: int) -> tuple:
