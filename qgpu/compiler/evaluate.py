@@ -73,6 +73,13 @@ class Evaluator:
             for (f, i), _ in rule.literals:
                 if vals[f][i] not in (0, 1):
                     raise CircuitError(f"rule group {name}: {f}[{i}] = {vals[f][i]} is not 0/1")
+            if rule.count is not None:
+                (f, i), k = rule.count
+                if vals[f][i] not in range(numerics.COUNT_MAX + 1):
+                    raise CircuitError(f"rule group {name}: count {f}[{i}] = {vals[f][i]} is "
+                                       f"not an integer 0..{numerics.COUNT_MAX}")
+                if vals[f][i] < k:
+                    continue
             if all(vals[f][i] == want for (f, i), want in rule.literals):
                 deltas += rule.deltas
         for (f, i), d in deltas:

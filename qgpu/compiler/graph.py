@@ -50,11 +50,20 @@ Literal_ = tuple[Dim, int]  # (dim, required value 0/1)
 
 @dataclass(frozen=True)
 class Rule:
-    """An MLP neuron: if every literal holds, add each delta to its dim."""
+    """An MLP neuron: if every literal holds, add each delta to its dim.
+
+    With ``count = (dim, k)`` it also needs the integer in `dim` (0..numerics.COUNT_MAX, a sum
+    other rules accumulated) to be at least k; such a step is a pair of neurons (numerics.py).
+    """
 
     literals: tuple[Literal_, ...]
     deltas: tuple[tuple[Dim, int], ...]
     label: str = ""
+    count: tuple[Dim, int] | None = None
+
+    @property
+    def neurons(self) -> int:
+        return 1 if self.count is None else 2
 
 
 BankCode = Literal["word", "bits"]
@@ -133,6 +142,7 @@ class Graph:
         if name in self.rules:
             raise ValueError(f"rule group {name} already exists")
         ins = {d[0] for r in rules for (d, _) in r.literals}
+        ins |= {r.count[0][0] for r in rules if r.count is not None}
         outs = {d[0] for r in rules for (d, _) in r.deltas}
         for f in ins | outs:
             if f not in self.features:

@@ -24,6 +24,11 @@ Every constant here was chosen so that stock ``transformers`` arithmetic produce
   ``VALUE_SCALE`` in each data entry. The anchors' squares (2 * 2**48) swallow every data square
   in the float32 sum, so the per-head RMSNorm scales by exactly ``sqrt(head_dim / 2) / ROW_ANCHOR``
   whatever the bits are (``bits_read_norm``), and an unwritten row reads as all zeros.
+* **Counts.** A dim may hold an integer 0..``COUNT_MAX`` that rules summed (a column of partial
+  products, a population count). A rule that also needs "count >= k" is a pair of neurons with
+  gates ``GATE_STEP * (c - k + 1)`` and ``GATE_STEP * (c - k)`` (each failing literal subtracts
+  ``COUNT_LITERAL``): silu passes both unchanged when positive and gives exactly 0 at or below 0,
+  so their difference is exactly ``GATE_STEP`` when c >= k and 0 otherwise.
 * **Carrier.** Dims that receive memory reads hold ``CARRIER`` in every circuit token; the read
   adds 0 or 1 (times 1 +- a few float32 ulps), and the addition rounds back onto the exact grid.
 """
@@ -50,6 +55,8 @@ ROW_ANCHORS = 2
 ROW_BITS = 126  # data bits of a bits-bank row (128 dims minus the anchors)
 CONV_REACH = 3  # a write can take row parts from this many tokens back (conv1d of 4 taps)
 SILU_ZERO = -96.0  # the highest pre-activation of a neuron that must not fire
+COUNT_MAX = 64  # largest integer a count dim may hold
+COUNT_LITERAL = 2.0**14  # a failing literal of a count rule: > GATE_STEP * (COUNT_MAX + 1)
 
 ANCHOR_DIM = 0
 UNIT_DIM = 1

@@ -78,7 +78,7 @@ class Schedule:
                 "gdn_heads": {f"head {h}": f"bank {b} ({g.banks[b].rows} rows)"
                               for b, (L, h) in self.heads.items() if L == layer},
                 "mlp_neurons": {
-                    **{f"{n0}..{n0 + len(g.rules[r]) - 1}": f"rules {r}"
+                    **{f"{n0}..{n0 + _neurons(g.rules[r]) - 1}": f"rules {r}"
                        for r, (L, n0) in self.neurons.items() if L == layer},
                     **{f"{n0}..{n0 + g.features[f].size - 1}": f"clear {f}"
                        for f, (L, n0) in self.clears.items() if L == layer}},
@@ -165,7 +165,7 @@ def _node_io(g: Graph, node: tuple[str, str], shape: LayerShape) \
     """(features read, features written, neurons or heads taken) of a node."""
     kind, name = node
     if kind == "rules":
-        size = len(g.rules[name])
+        size = _neurons(g.rules[name])
         if size > shape.intermediate:
             raise ValueError(f"rule group {name} has {size} neurons > {shape.intermediate}")
         return set(g.rule_inputs[name]), set(g.rule_outputs[name]), size
@@ -327,7 +327,12 @@ def emit(sched: Schedule, k_dims: int) -> list[dict[str, torch.Tensor]]:
         groups = [(g.rules[name], n0) for name, (L, n0) in sched.neurons.items() if L == layer]
         groups += [(sched.clear_rules(f), n0) for f, (L, n0) in sched.clears.items() if L == layer]
         for rules, n0 in groups:
-            for j, rule in enumerate(rules, start=n0):
+            j = n0
+            for rule in rules:
+                if rule.count is not None:
+                    _emit_count_rule(sched, rule, j, gate, up, down, carriers)
+                    j += 2
+                    continue
                 bias = 0.0
                 for (f, i), want in rule.literals:
                     d = sched.dim(f, i)
@@ -342,11 +347,39 @@ def emit(sched: Schedule, k_dims: int) -> list[dict[str, torch.Tensor]]:
                 up[j, nx.UNIT_DIM] = nx.SCALE
                 for (f, i), delta in rule.deltas:
                     down[sched.dim(f, i), j] += delta / nx.GATE_ON
+                j += 1
         for name, tensor in t.items():
             if not torch.equal(tensor.to(torch.bfloat16).float(), tensor):
                 raise ValueError(f"layer {layer} {name}: a weight is not exact in bfloat16")
         out.append(t)
     return out
+
+
+def _neurons(rules: list[Rule]) -> int:
+    return sum(r.neurons for r in rules)
+
+
+def _emit_count_rule(sched: Schedule, rule: Rule, j: int, gate: torch.Tensor, up: torch.Tensor,
+                     down: torch.Tensor, carriers: set[int]) -> None:
+    """A step "count >= k and literals": neurons j and j+1 (numerics.py, Counts)."""
+    (f, i), k = rule.count
+    c = sched.dim(f, i)
+    if c in carriers:
+        raise ValueError(f"count dim {f}[{i}] is a memory read; counts are rule outputs")
+    lits = 0.0
+    for (lf, li), want in rule.literals:
+        d = sched.dim(lf, li)
+        sign = 1.0 if want else -1.0
+        gate[j:j + 2, d] += sign * nx.COUNT_LITERAL * nx.SCALE
+        lits -= nx.COUNT_LITERAL * (want + (sign * nx.CARRIER if d in carriers else 0.0))
+    for n, offset in ((j, 1 - k), (j + 1, -k)):
+        gate[n, c] += nx.GATE_STEP * nx.SCALE
+        gate[n, nx.ON_DIM] += nx.GATE_STEP * offset * nx.SCALE
+        gate[n, nx.UNIT_DIM] += lits * nx.SCALE
+        up[n, nx.UNIT_DIM] = nx.SCALE
+    for (df, di), delta in rule.deltas:
+        down[sched.dim(df, di), j] += delta / nx.GATE_STEP
+        down[sched.dim(df, di), j + 1] -= delta / nx.GATE_STEP
 
 
 def _emit_enable(sched: Schedule, enable, b_row: torch.Tensor, carriers: set[int]) -> None:

@@ -1,0 +1,48 @@
+"""Count rules: a dim holding an integer sum (0..COUNT_MAX) and rules that fire on "count >= k"
+(a neuron pair) — the popcount of 32 bits turned into its binary digits, gated by a literal,
+exact in real 2B-shaped layers, float32 and bfloat16, prefill and token by token."""
+
+import random
+
+import pytest
+
+from qgpu.compiler import numerics as nx
+from qgpu.compiler.evaluate import CircuitError, evaluate
+from qgpu.compiler.graph import Graph, Rule
+from tests.compiler.helpers import MODES, bits
+from tests.compiler.test_gadgets import assert_exact
+
+
+def popcount_graph(n: int = 32) -> Graph:
+    g = Graph()
+    g.feature("x", n, token_input=True)
+    g.feature("on", 1, token_input=True)
+    g.feature("c", 1)  # the count
+    g.rule_group("sum", [Rule(((("x", i), 1),), ((("c", 0), 1),)) for i in range(n)])
+    g.feature("p", 6)  # popcount in binary, only when `on`
+    g.rule_group("digits", [
+        Rule(((("on", 0), 1),), tuple((("p", b), (m >> b & 1) - ((m - 1) >> b & 1))
+                                      for b in range(6) if (m >> b & 1) != ((m - 1) >> b & 1)),
+             count=(("c", 0), m))
+        for m in range(1, n + 1)])
+    return g
+
+
+@pytest.mark.parametrize("dtype,step", MODES)
+def test_popcount_digits_from_count_steps(dtype: str, step: bool) -> None:
+    rng = random.Random(6)
+    values = [0, 0xFFFFFFFF, 1, 0x80000000] + [rng.getrandbits(32) for _ in range(40)]
+    tokens = [{"x": bits(v, 32), "on": [int(i % 5 != 0)]} for i, v in enumerate(values)]
+    got = evaluate(popcount_graph(), tokens)
+    for t, v, out in zip(tokens, values, got, strict=True):
+        assert out["p"] == (bits(bin(v).count("1"), 6) if t["on"][0] else [0] * 6)
+    assert_exact(popcount_graph(), tokens, dtype, step)
+
+
+def test_counts_must_be_small_integers() -> None:
+    g = Graph()
+    g.feature("c", 1, token_input=True)
+    g.feature("o", 1)
+    g.rule_group("o", [Rule((), ((("o", 0), 1),), count=(("c", 0), 1))])
+    with pytest.raises(CircuitError, match="not an integer"):
+        evaluate(g, [{"c": [nx.COUNT_MAX + 1]}])
