@@ -35,6 +35,7 @@ __all__ = [
     "bitwise", "choose", "clear", "compare", "copy", "copy_bits", "equals", "increment",
     "increment_word", "lookup", "mux", "negate", "onehot_to_bits", "onehot_to_word", "or_gate",
     "shift", "sub_bits", "threshold", "threshold_cost", "word_to_bits", "word_to_onehot",
+    "mul_bits",
 ]
 
 When = tuple[Literal_, ...]
@@ -591,3 +592,59 @@ def shift(g: Graph, name: str, a: str, amount: str, out: str, *, right: bool = F
                 rules.append(Rule(w + (((amount, s), 1), ((a, j), 1)),
                                   _inc([(out, i) for i in dims]), f"{name}:{s}:{j}"))
     return _finish(g, name, rules, group)
+
+
+def _step_digits(count: str, k: int, top: int, digits: Callable[[int], list[tuple[Dim, int]]],
+                 lits: tuple = ()) -> list[Rule]:
+    """Steps on the integer in (count, k) for m = 1..top: each adds the change of digits(m)
+    over digits(m - 1), so together they write digits(value) (a count rule pair per step)."""
+    rules = []
+    for m in range(1, top + 1):
+        new, old = dict(digits(m)), dict(digits(m - 1))
+        deltas = tuple((d, new.get(d, 0) - old.get(d, 0)) for d in sorted(set(new) | set(old))
+                       if new.get(d, 0) != old.get(d, 0))
+        if deltas:
+            rules.append(Rule(lits, deltas, f"{count}[{k}]>={m}", count=((count, k), m)))
+    return rules
+
+
+def mul_bits(g: Graph, name: str, a: str, b: str, out: str, *, addend: str | None = None,
+             when: When = ()) -> None:
+    """out = (a * b [+ addend]) mod 2^n on n-bit values (the low half of the product).
+
+    Layout (six layers): 1. partial products a_i AND b_j (and the addend's bits) summed into
+    column counts ``{name}.c1`` (integers <= n + 1); 2. each column's binary digits, read off
+    by count steps, summed into the columns they belong to (``.c2``, <= 6); 3. again (``.c3``,
+    <= 3); 4. digit 0 of each column and digit 1 of the column below form two numbers ``.x``,
+    ``.y``; 5-6. carry-lookahead ``add_bits`` of the two.
+    Exact: a, b, addend 0/1 of n bits, n <= COUNT_MAX - 1. Cost for n = 32: 528 (+32) | 1120 |
+    384 | 192 | 96 | 1024 neurons (count steps are neuron pairs)."""
+    n = _feature(g, a).size
+    _feature(g, b, size=n)
+    _feature(g, out, size=n)
+    c1, c2, c3, x, y = (f"{name}.{t}" for t in ("c1", "c2", "c3", "x", "y"))
+    for f in (c1, c2, c3, x, y):
+        g.feature(f, n)
+    w = tuple(when)
+    ones = [Rule(w + (((a, i), 1), ((b, k - i), 1)), (((c1, k), 1),), f"{c1}:{i},{k - i}")
+            for k in range(n) for i in range(k + 1)]
+    if addend is not None:
+        _feature(g, addend, size=n)
+        ones += [Rule(w + (((addend, k), 1),), (((c1, k), 1),), f"{c1}:+{k}") for k in range(n)]
+    g.rule_group(c1, ones)
+
+    def spread(dst: str, k: int) -> Callable[[int], list[tuple[Dim, int]]]:
+        return lambda v: [((dst, k + d), 1) for d in range(v.bit_length())
+                          if v >> d & 1 and k + d < n]
+
+    extra = 1 if addend is not None else 0
+    g.rule_group(c2, [r for k in range(n) for r in _step_digits(c1, k, k + 1 + extra,
+                                                                spread(c2, k))])
+    g.rule_group(c3, [r for k in range(n) for r in _step_digits(c2, k, 6, spread(c3, k))])
+
+    def split(k: int) -> Callable[[int], list[tuple[Dim, int]]]:
+        return lambda v: ([((x, k), 1)] if v & 1 else []) + \
+            ([((y, k + 1), 1)] if v & 2 and k + 1 < n else [])
+
+    g.rule_group(f"{name}.xy", [r for k in range(n) for r in _step_digits(c3, k, 3, split(k))])
+    add_bits(g, f"{name}.add", x, y, out)

@@ -54,12 +54,6 @@ class Schedule:
         """Whether the feature still holds its value after the last layer."""
         return feature not in self.clears
 
-    def clear_rules(self, feature: str) -> list[Rule]:
-        """The rules that subtract a dead feature from its dims (one neuron per dim)."""
-        f = self.graph.features[feature]
-        return [Rule((((feature, i), 1),), (((feature, i), -1),), f"clear {feature}[{i}]")
-                for i in range(f.size)]
-
     def allocation_map(self) -> dict:
         """What every layer, head, neuron range and residual dim does (JSON-ready)."""
         g = self.graph
@@ -325,7 +319,9 @@ def emit(sched: Schedule, k_dims: int) -> list[dict[str, torch.Tensor]]:
         gate, up, down = t["mlp.gate_proj.weight"], t["mlp.up_proj.weight"], \
             t["mlp.down_proj.weight"]
         groups = [(g.rules[name], n0) for name, (L, n0) in sched.neurons.items() if L == layer]
-        groups += [(sched.clear_rules(f), n0) for f, (L, n0) in sched.clears.items() if L == layer]
+        for f, (L, n0) in sched.clears.items():
+            if L == layer:
+                _emit_clear(sched, f, n0, gate, up, down, carriers)
         for rules, n0 in groups:
             j = n0
             for rule in rules:
@@ -353,6 +349,18 @@ def emit(sched: Schedule, k_dims: int) -> list[dict[str, torch.Tensor]]:
                 raise ValueError(f"layer {layer} {name}: a weight is not exact in bfloat16")
         out.append(t)
     return out
+
+
+def _emit_clear(sched: Schedule, feature: str, n0: int, gate: torch.Tensor, up: torch.Tensor,
+                down: torch.Tensor, carriers: set[int]) -> None:
+    """Subtract a dead feature from its dims: one always-on neuron per dim whose up projection
+    is the dim's value (minus its carrier), so it clears any small integer, counts included."""
+    for j, d in enumerate(sched.dims[feature], start=n0):
+        gate[j, nx.ON_DIM] = nx.GATE_ON * nx.SCALE
+        up[j, d] = nx.SCALE
+        if d in carriers:
+            up[j, nx.UNIT_DIM] = -nx.CARRIER * nx.SCALE
+        down[d, j] = -1.0 / nx.GATE_ON
 
 
 def _neurons(rules: list[Rule]) -> int:

@@ -258,6 +258,29 @@ def add_or_sub_ref(n: int) -> Callable[[Inputs], Inputs]:
     return ref
 
 
+def mul(n: int) -> Callable[[Graph, Namer], None]:
+    """a * b and a * b + c (low halves)."""
+    def build(g: Graph, p: Namer) -> None:
+        for f in ("a", "b", "c"):
+            g.feature(p(f), n, "bits", token_input=True)
+        for f in ("m", "mad"):
+            g.feature(p(f), n, "bits")
+        gd.mul_bits(g, p("mul"), p("a"), p("b"), p("m"))
+        gd.mul_bits(g, p("madd"), p("a"), p("b"), p("mad"), addend=p("c"))
+    return build
+
+
+def mul_ref(n: int) -> Callable[[Inputs], Inputs]:
+    def ref(t: Inputs) -> Inputs:
+        a, b, c, m = val(t["a"]), val(t["b"]), val(t["c"]), 1 << n
+        return {"m": bits(a * b % m, n), "mad": bits((a * b + c) % m, n)}
+    return ref
+
+
+def with_addend(n: int, inputs: list[Inputs]) -> list[Inputs]:
+    return [t | {"c": bits((val(t["a"]) * 7 + val(t["b"])) % (1 << n), n)} for t in inputs]
+
+
 def pairs(n: int, enc: Callable[[int], list[int]], carry: bool = False) -> list[Inputs]:
     """Every pair of n-bit values (with carry: every carry-in and enable bit too)."""
     return [{"a": enc(a), "b": enc(b)} | ({"ci": bits(c, 2)} if carry else {})
@@ -404,6 +427,9 @@ CASES = [
     Case("add_sub_bits4_carry", add_sub(4, carry=True), pairs(4, _bits(4), True),
          add_sub_ref(4)),
     Case("add_sub_bits32_random", add_sub(32), samples(32, _bits(32), ROWS, 1), add_sub_ref(32)),
+    Case("mul_bits5", mul(5), with_addend(5, pairs(5, _bits(5))), mul_ref(5)),
+    Case("mul_bits32_random", mul(32), with_addend(32, samples(32, _bits(32), ROWS, 3)),
+         mul_ref(32)),
     Case("add_or_sub_bits5", add_or_sub(5), [t | {"m": [m]} for t in pairs(5, _bits(5))
                                              for m in (0, 1)], add_or_sub_ref(5)),
     Case("add_sub_words3", add_sub(3, words=True), pairs(6, _word(3)), add_sub_ref(3, words=True)),
