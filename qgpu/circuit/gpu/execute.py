@@ -14,8 +14,9 @@ Per slot s and lane l:
   ``x{s}.pwr{l}`` say the lane wrote register d (r0 never counts) / predicate d.
 
 Units so far: one adder per lane that adds or subtracts (ADD, SUB, and the flags of SETP and
-MIN/MAX), bitwise AND/OR/XOR/NOT, special registers (S2R: lookups over the warp, the lane, the
-thread block and the launch shape read from memory).
+MIN/MAX), bitwise AND/OR/XOR/NOT, shifts (a two-stage barrel shifter per lane), special
+registers (S2R: lookups over the warp, the lane, the thread block and the launch shape read from
+memory).
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ EXEC = ((kind_dim("exec"), 1),)
 REG_WRITING_OPS = tuple(op for op in Op if op not in PRED_DEST_OPS and op != Op.ST)
 SUBTRACTING_OPS = (Op.SUB, Op.SETP, Op.MIN, Op.MAX, Op.MINU, Op.MAXU)
 SUPPORTED_OPS = frozenset({Op.ADD, Op.SUB, Op.AND, Op.OR, Op.XOR, Op.NOT, Op.SETP, Op.MIN,
-                           Op.MAX, Op.MINU, Op.MAXU, Op.S2R})  # fmt: skip
+                           Op.MAX, Op.MINU, Op.MAXU, Op.S2R, Op.SHL, Op.SHR,
+                           Op.SRA})  # fmt: skip
 """Opcodes whose results the circuit computes so far (the rest is the next step)."""
 
 
@@ -282,6 +284,51 @@ def special(g: Graph, s: int) -> None:
         g.rule_group(f"{res}.s2r", rules)
 
 
+SHIFTS = (Op.SHL, Op.SHR, Op.SRA)
+
+
+def shifts(g: Graph, s: int) -> None:
+    """SHL / SHR / SRA by b (unsigned; 32 or more gives 0, or the sign for SRA): the amount's
+    low three bits and bits 3-4 as one-hots (none set when b >= 32), then shift by the low part
+    into ``x{s}.sht{lane}`` and by the high part into the result; one intermediate per lane
+    serves all three ops, as only one runs."""
+    for lane in LANES:
+        a, b, res = f"x{s}.a{lane}", f"x{s}.b{lane}", f"x{s}.res{lane}"
+        run = ((f"x{s}.ex{lane}", 0), 1)
+        small = tuple(((b, i), 0) for i in range(5, WORD))
+        lo, hi, big, t = (f"x{s}.sh{x}{lane}" for x in ("lo", "hi", "big", "t"))
+        g.feature(lo, 8, "onehot")
+        g.feature(hi, 4, "onehot")
+        g.feature(big, 1)
+        g.feature(t, WORD)
+        amount = [Rule(small + tuple(((b, i), v >> i & 1) for i in range(3)), (((lo, v), 1),))
+                  for v in range(8)]
+        amount += [Rule(small + tuple(((b, 3 + i), v >> i & 1) for i in range(2)),
+                        (((hi, v), 1),)) for v in range(4)]
+        amount += [Rule((), (((big, 0), 1),)), Rule(small, (((big, 0), -1),))]
+        g.rule_group(f"x{s}.amount{lane}", amount)
+
+        def stage(src: str, dst: str, onehot: str, unit: int, count: int,
+                  run: tuple = run) -> list[Rule]:
+            rules = []
+            for op in SHIFTS:
+                for v in range(count):
+                    k = v * unit
+                    for j in range(WORD):  # destination bit j
+                        i = j - k if op == Op.SHL else j + k
+                        lits = (run,) + op_is(s, op) + (((onehot, v), 1),)
+                        if 0 <= i < WORD:
+                            rules.append(Rule(lits + (((src, i), 1),), (((dst, j), 1),)))
+                        elif op == Op.SRA and i >= WORD:
+                            rules.append(Rule(lits + (((src, WORD - 1), 1),), (((dst, j), 1),)))
+            return rules
+
+        g.rule_group(t, stage(a, t, lo, 1, 8))
+        g.rule_group(f"{res}.shift", stage(t, res, hi, 8, 4) + [
+            Rule((run,) + op_is(s, Op.SRA) + (((big, 0), 1), ((a, WORD - 1), 1)),
+                 tuple(((res, j), 1) for j in range(WORD)))])
+
+
 def build_slots(g: Graph) -> None:
     for s in range(limits.BLOCK_SLOTS):
         guard(g, s)
@@ -289,3 +336,4 @@ def build_slots(g: Graph) -> None:
         operands(g, s)
         alu(g, s)
         special(g, s)
+        shifts(g, s)
