@@ -240,11 +240,16 @@ class Term:
 
     def successors(self) -> list[int]:
         """Blocks a thread may run next (reconvergence is reached through these)."""
-        if self.kind == TermKind.EXIT:
-            return []
-        if self.kind == TermKind.BRA:
-            return [self.target, self.other]
-        return [self.target]
+        return term_successors(self.kind, self.target, self.other)
+
+
+def term_successors(kind: TermKind, target: int, other: int) -> list[int]:
+    """Successors of a terminator, machine or IR: none for EXIT, both arms of a BRA."""
+    if kind == TermKind.EXIT:
+        return []
+    if kind == TermKind.BRA:
+        return [target, other]
+    return [target]
 
 
 @dataclass(frozen=True)

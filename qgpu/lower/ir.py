@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from qgpu.isa import PRED_DEST_OPS, Op, TermKind, source_registers
+from qgpu.isa import PRED_DEST_OPS, Op, TermKind, source_registers, term_successors
 
 ZERO = 0
 
@@ -85,11 +85,7 @@ class VTerm:
         return [self.pred] if self.kind == TermKind.BRA else []
 
     def successors(self) -> list[int]:
-        if self.kind == TermKind.EXIT:
-            return []
-        if self.kind == TermKind.BRA:
-            return [self.target, self.other]
-        return [self.target]
+        return term_successors(self.kind, self.target, self.other)
 
 
 @dataclass
