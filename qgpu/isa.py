@@ -214,6 +214,21 @@ class Instr:
             return None
         return self.d
 
+    def pred_reads(self) -> list[int]:
+        """Predicates read: the guard's, SEL's selector, PLOP's operands."""
+        uses = []
+        g = guard_parts(self.guard)
+        if g is not None:
+            uses.append(g[0])
+        if self.op == Op.SEL:
+            uses.append(self.c)
+        elif self.op == Op.PLOP:
+            uses += [self.a, self.b]
+        return uses
+
+    def writes_pred(self) -> int | None:
+        return self.d if self.op in PRED_DEST_OPS else None
+
 
 class TermKind(IntEnum):
     """How a block ends."""
@@ -252,9 +267,33 @@ def term_successors(kind: TermKind, target: int, other: int) -> list[int]:
     return [target]
 
 
+MUL_OPS = frozenset({Op.MUL, Op.MULHI, Op.MULHIU, Op.MAD})
+MEMORY_OPS = frozenset({Op.LD, Op.ST, Op.ATOMG, Op.ATOMS, Op.SHFL})
+SLOT_UNITS = ("memory", "multiply", "memory", "multiply")
+"""The unit each slot has besides the ALU (every slot has one). A multiplier or a memory unit in
+every slot would make every slot as deep as its deepest unit (docs/ISA.md §6)."""
+NOP = Instr(Op.ADD)  # add r0, r0, r0: fills a slot the next instruction cannot use
+
+
+def unit_of(ins: Instr) -> str:
+    """The unit an instruction needs: "alu", "multiply" or "memory". Parameter loads (always at
+    a constant address) are ALU work: every slot reads the parameter words."""
+    if ins.op in MUL_OPS:
+        return "multiply"
+    if ins.op in MEMORY_OPS and not (ins.op == Op.LD and ins.mod & 3 == Space.PARAM):
+        return "memory"
+    return "alu"
+
+
+def slot_allows(slot: int, ins: Instr) -> bool:
+    unit = unit_of(ins)
+    return unit == "alu" or SLOT_UNITS[slot] == unit
+
+
 @dataclass(frozen=True)
 class Block:
-    """At most BLOCK_SLOTS instructions, then a terminator."""
+    """At most BLOCK_SLOTS instructions, each in a slot whose unit can run it, then a
+    terminator."""
 
     instrs: tuple[Instr, ...]
     term: Term
@@ -262,6 +301,10 @@ class Block:
     def __post_init__(self) -> None:
         if len(self.instrs) > limits.BLOCK_SLOTS:
             raise ValueError(f"block has {len(self.instrs)} instructions > {limits.BLOCK_SLOTS}")
+        for slot, ins in enumerate(self.instrs):
+            if not slot_allows(slot, ins):
+                raise ValueError(f"slot {slot} has no {unit_of(ins)} unit for {ins.op.name} "
+                                 f"(slot units: {', '.join(SLOT_UNITS)})")
 
 
 @dataclass(frozen=True)

@@ -19,16 +19,13 @@ from dataclasses import dataclass
 
 from qgpu import limits
 from qgpu.isa import (
-    PRED_DEST_OPS,
     Block,
     Instr,
-    Op,
     Program,
     Term,
     TermKind,
     encode_instr,
     encode_term,
-    guard_parts,
 )
 from qgpu.lower.ir import liveness
 
@@ -49,18 +46,6 @@ class Live:
     preds: int
 
 
-def _pred_uses(ins: Instr) -> list[int]:
-    uses = []
-    g = guard_parts(ins.guard)
-    if g is not None:
-        uses.append(g[0])
-    if ins.op == Op.SEL:
-        uses.append(ins.c)
-    elif ins.op == Op.PLOP:
-        uses += [ins.a, ins.b]
-    return uses
-
-
 def live_out(prog: Program) -> list[Live]:
     """Per block, the registers and predicates that may be read after it (per thread).
 
@@ -70,13 +55,13 @@ def live_out(prog: Program) -> list[Live]:
         return None if ins.guard else ins.writes_reg()
 
     def pred_def(ins: Instr) -> int | None:
-        return ins.d if ins.op in PRED_DEST_OPS and not ins.guard else None
+        return None if ins.guard else ins.writes_pred()
 
     def term_pred_uses(t: Term) -> list[int]:
         return [t.pred] if t.kind == TermKind.BRA else []
 
     _, regs = liveness(prog, lambda i: i.reads(), reg_def, lambda t: [])
-    _, preds = liveness(prog, _pred_uses, pred_def, term_pred_uses)
+    _, preds = liveness(prog, Instr.pred_reads, pred_def, term_pred_uses)
     return [
         Live(sum(1 << r for r in rs if r), sum(1 << p for p in ps))
         for rs, ps in zip(regs, preds, strict=True)

@@ -24,8 +24,16 @@ from qgpu.isa import (
     format_instr,
     guard_code,
 )
+from qgpu.lower.layout import pack_slots
 
 EXIT = Term(TermKind.EXIT)
+
+
+def block(instrs: tuple[Instr, ...], term: Term) -> Block:
+    """One ROM block of these instructions, placed in slots whose units can run them as the
+    lowering places them."""
+    (slots,) = pack_slots(list(instrs))
+    return Block(tuple(slots), term)
 
 
 def program(*blocks: Block, params: int = 1, shared: int = 0) -> Program:
@@ -42,11 +50,11 @@ def run(prog: Program, block=(4, 1), grid=(1, 1), params=(4,), **kw):
 
 
 def store_tid_times(k: int) -> tuple[Instr, ...]:
-    """out[tid] = k: r1 = &out[tid] (param 0 + 4*tid), r2 = k."""
+    """out[tid] = k: r1 = &out[tid] (param 0 + 4*tid), r3 = tid, r2 = k."""
     return (
         Instr(Op.LD, 1, 0, imm=0, mod=Space.PARAM),
-        Instr(Op.S2R, 2, mod=SReg.TID_X),
-        Instr(Op.MAD, 1, 2, imm=4, bi=True, c=1),
+        Instr(Op.S2R, 3, mod=SReg.TID_X),
+        Instr(Op.MAD, 1, 3, imm=4, bi=True, c=1),
         imm(Op.ADD, 2, 0, k),
     )
 
@@ -84,12 +92,12 @@ def test_divergent_branch_reconverges_at_its_postdominator() -> None:
     # B1: out[tid] = 1 ; B2: out[tid] = 2 ; B3: out[tid] += 10 (one frame again)
     head = store_tid_times(0)
     prog = program(
-        Block((Instr(Op.S2R, 3, mod=SReg.TID_X), imm(Op.AND, 3, 3, 1),
+        block((Instr(Op.S2R, 3, mod=SReg.TID_X), imm(Op.AND, 3, 3, 1),
                imm(Op.SETP, 0, 3, 1, mod=Cmp.EQ)), Term(TermKind.BRA, 1, 2, 3, 0)),
-        Block(head[:3] + (imm(Op.ADD, 2, 0, 1),), Term(TermKind.JMP, 4)),
-        Block(head[:3] + (imm(Op.ADD, 2, 0, 2),), Term(TermKind.JMP, 4)),
-        Block((), EXIT),
-        Block((Instr(Op.ST, 0, 1, 2, mod=Space.GLOBAL), imm(Op.ADD, 2, 2, 10),
+        block(head[:3] + (imm(Op.ADD, 2, 0, 1),), Term(TermKind.JMP, 4)),
+        block(head[:3] + (imm(Op.ADD, 2, 0, 2),), Term(TermKind.JMP, 4)),
+        block((), EXIT),
+        block((Instr(Op.ST, 0, 1, 2, mod=Space.GLOBAL), imm(Op.ADD, 2, 2, 10),
                Instr(Op.ST, 0, 1, 2, mod=Space.GLOBAL)), Term(TermKind.JMP, 3)),
     )
     res = run(prog)
@@ -104,20 +112,20 @@ def test_exited_threads_do_not_block_a_barrier_but_divergence_does() -> None:
     # lanes >= 2 exit early; the rest pass a barrier
     def prog(reconv_exit: bool) -> Program:
         return program(
-            Block((Instr(Op.S2R, 3, mod=SReg.TID_X), imm(Op.SETP, 0, 3, 2, mod=Cmp.GE)),
+            block((Instr(Op.S2R, 3, mod=SReg.TID_X), imm(Op.SETP, 0, 3, 2, mod=Cmp.GE)),
                   Term(TermKind.BRA, 1, 2, EXIT_RECONV if reconv_exit else 3, 0)),
-            Block((), EXIT),
-            Block((), Term(TermKind.BAR, 3)),
-            Block(store_tid_times(5)[:3] + (imm(Op.ADD, 2, 0, 5),), Term(TermKind.JMP, 4)),
-            Block((Instr(Op.ST, 0, 1, 2, mod=Space.GLOBAL),), EXIT),
+            block((), EXIT),
+            block((), Term(TermKind.BAR, 3)),
+            block(store_tid_times(5)[:3] + (imm(Op.ADD, 2, 0, 5),), Term(TermKind.JMP, 4)),
+            block((Instr(Op.ST, 0, 1, 2, mod=Space.GLOBAL),), EXIT),
         )
     assert run(prog(True)).memory[1:5] == [5, 5, 0, 0]
     # a barrier inside an if that other lanes skip (they wait at the reconvergence point)
     bad = program(
-        Block((Instr(Op.S2R, 3, mod=SReg.TID_X), imm(Op.SETP, 0, 3, 2, mod=Cmp.GE)),
+        block((Instr(Op.S2R, 3, mod=SReg.TID_X), imm(Op.SETP, 0, 3, 2, mod=Cmp.GE)),
               Term(TermKind.BRA, 1, 2, 2, 0)),
-        Block((), Term(TermKind.BAR, 2)),
-        Block((), EXIT),
+        block((), Term(TermKind.BAR, 2)),
+        block((), EXIT),
     )
     with pytest.raises(LaunchError, match="divergent"):
         run(bad)
@@ -126,11 +134,11 @@ def test_exited_threads_do_not_block_a_barrier_but_divergence_does() -> None:
 def test_barrier_orders_warps() -> None:
     # 8 threads: each writes tid into shared, barrier, then reads its neighbour's slot
     prog = program(
-        Block((Instr(Op.S2R, 1, mod=SReg.TID_X), imm(Op.SHL, 2, 1, 2),
+        block((Instr(Op.S2R, 1, mod=SReg.TID_X), imm(Op.SHL, 2, 1, 2),
                Instr(Op.ST, 0, 2, 1, mod=Space.SHARED)), Term(TermKind.BAR, 1)),
-        Block((imm(Op.ADD, 3, 1, 1), imm(Op.AND, 3, 3, 7), imm(Op.SHL, 3, 3, 2),
-               Instr(Op.LD, 4, 3, mod=Space.SHARED)), Term(TermKind.JMP, 2)),
-        Block((Instr(Op.LD, 5, 0, imm=0, mod=Space.PARAM), Instr(Op.ADD, 5, 5, 2),
+        block((Instr(Op.LD, 5, 0, imm=0, mod=Space.PARAM), imm(Op.ADD, 3, 1, 1),
+               imm(Op.AND, 3, 3, 7), imm(Op.SHL, 3, 3, 2)), Term(TermKind.JMP, 2)),
+        block((Instr(Op.LD, 4, 3, mod=Space.SHARED), Instr(Op.ADD, 5, 5, 2),
                Instr(Op.ST, 0, 5, 4, mod=Space.GLOBAL)), EXIT),
         shared=32,
     )
@@ -140,7 +148,7 @@ def test_barrier_orders_warps() -> None:
 
 
 def test_step_limit_stops_runaway_launch() -> None:
-    prog = program(Block((), Term(TermKind.JMP, 0)))
+    prog = program(block((), Term(TermKind.JMP, 0)))
     with pytest.raises(LaunchError, match="did not finish within 50 block executions"):
         run(prog, step_limit=50)
 
@@ -149,7 +157,7 @@ def test_step_limit_stops_runaway_launch() -> None:
     (0, "null pointer"), (2, "misaligned"), (512, "outside memory"), (64, "every argument"),
 ])
 def test_bad_global_addresses(address: int, message: str) -> None:
-    prog = program(Block((imm(Op.ADD, 1, 0, address), Instr(Op.LD, 2, 1, mod=Space.GLOBAL)),
+    prog = program(block((imm(Op.ADD, 1, 0, address), Instr(Op.LD, 2, 1, mod=Space.GLOBAL)),
                          EXIT))
     with pytest.raises(LaunchError, match=message) as err:
         run(prog, block=(1, 1), allocations=[(4, 16)])
@@ -157,11 +165,11 @@ def test_bad_global_addresses(address: int, message: str) -> None:
 
 
 def test_shared_and_local_bounds() -> None:
-    prog = program(Block((imm(Op.ADD, 1, 0, 8), Instr(Op.ST, 0, 1, 1, mod=Space.SHARED)), EXIT),
+    prog = program(block((imm(Op.ADD, 1, 0, 8), Instr(Op.ST, 0, 1, 1, mod=Space.SHARED)), EXIT),
                    shared=8)
     with pytest.raises(LaunchError, match="shared address 8 is out of bounds"):
         run(prog, block=(1, 1))
-    prog = program(Block((Instr(Op.ST, 0, 0, 0, imm=4 * limits.LOCAL_WORDS, mod=Space.LOCAL),),
+    prog = program(block((Instr(Op.ST, 0, 0, 0, imm=4 * limits.LOCAL_WORDS, mod=Space.LOCAL),),
                          EXIT))
     with pytest.raises(LaunchError, match="local address"):
         run(prog, block=(1, 1))
@@ -170,10 +178,10 @@ def test_shared_and_local_bounds() -> None:
 def shuffle_program(mode: Shfl, b: int, shape: int) -> Program:
     # r2 = tid * 10; r3 = shfl(r2); out[tid] = r3
     return program(
-        Block((Instr(Op.S2R, 1, mod=SReg.TID_X), imm(Op.MUL, 2, 1, 10),
+        block((Instr(Op.S2R, 1, mod=SReg.TID_X), imm(Op.MUL, 2, 1, 10),
                Instr(Op.SHFL, 3, 2, imm=b, bi=True, c=shape, mod=mode),
                Instr(Op.LD, 4, 0, mod=Space.PARAM)), Term(TermKind.JMP, 1)),
-        Block((Instr(Op.MAD, 4, 1, imm=4, bi=True, c=4), Instr(Op.ST, 0, 4, 3,
+        block((Instr(Op.MAD, 4, 1, imm=4, bi=True, c=4), Instr(Op.ST, 0, 4, 3,
                                                                 mod=Space.GLOBAL)), EXIT),
     )
 
@@ -197,10 +205,10 @@ def test_shuffle_across_warps_is_an_error() -> None:
 def test_atomics_apply_in_lane_then_warp_order() -> None:
     # every thread: old = atomicExch(out, tid+1); out[1 + tid] = old
     prog = program(
-        Block((Instr(Op.S2R, 1, mod=SReg.TID_X), imm(Op.ADD, 2, 1, 1),
-               Instr(Op.LD, 3, 0, mod=Space.PARAM),
-               Instr(Op.ATOMG, 4, 3, 2, mod=Atom.EXCH)), Term(TermKind.JMP, 1)),
-        Block((imm(Op.SHL, 5, 1, 2), Instr(Op.ADD, 5, 5, 3),
+        block((Instr(Op.S2R, 1, mod=SReg.TID_X), imm(Op.ADD, 2, 1, 1),
+               Instr(Op.LD, 3, 0, mod=Space.PARAM), imm(Op.SHL, 5, 1, 2)),
+              Term(TermKind.JMP, 1)),
+        block((Instr(Op.ATOMG, 4, 3, 2, mod=Atom.EXCH), Instr(Op.ADD, 5, 5, 3),
                Instr(Op.ST, 0, 5, 4, imm=4, mod=Space.GLOBAL)), EXIT),
     )
     res = run(prog, block=(8, 1))
@@ -209,7 +217,7 @@ def test_atomics_apply_in_lane_then_warp_order() -> None:
 
 
 def test_launch_shape_limits() -> None:
-    prog = program(Block((), EXIT))
+    prog = program(block((), EXIT))
     with pytest.raises(ResourceError, match="at most 16"):
         run(prog, block=(17, 1))
     with pytest.raises(ResourceError, match="thread blocks"):
@@ -220,12 +228,12 @@ def test_grid_runs_blocks_in_order() -> None:
     # shared[0] = 0; barrier; shared[0] += ctaid+1 via atomics; out[ctaid] = shared[0] after a
     # barrier
     prog = program(
-        Block((Instr(Op.ST, 0, 0, 0, mod=Space.SHARED),), Term(TermKind.BAR, 1)),
-        Block((Instr(Op.S2R, 1, mod=SReg.CTAID_X), imm(Op.ADD, 2, 1, 1),
-               Instr(Op.ATOMS, 0, 0, 2, mod=Atom.ADD)), Term(TermKind.BAR, 2)),
-        Block((Instr(Op.LD, 3, 0, mod=Space.SHARED), Instr(Op.LD, 4, 0, mod=Space.PARAM),
-               Instr(Op.MAD, 4, 1, imm=4, bi=True, c=4), Instr(Op.ST, 0, 4, 3,
-                                                               mod=Space.GLOBAL)), EXIT),
+        block((Instr(Op.ST, 0, 0, 0, mod=Space.SHARED),), Term(TermKind.BAR, 1)),
+        block((Instr(Op.S2R, 1, mod=SReg.CTAID_X), imm(Op.ADD, 2, 1, 1),
+               Instr(Op.ATOMS, 0, 0, 2, mod=Atom.ADD), Instr(Op.LD, 4, 0, mod=Space.PARAM)),
+              Term(TermKind.BAR, 2)),
+        block((Instr(Op.LD, 3, 0, mod=Space.SHARED), Instr(Op.MAD, 4, 1, imm=4, bi=True, c=4),
+               Instr(Op.ST, 0, 4, 3, mod=Space.GLOBAL)), EXIT),
         shared=4,
     )
     res = run(prog, block=(2, 1), grid=(3, 1))
@@ -244,9 +252,9 @@ def test_s32() -> None:
 def per_block_value(first: Instr) -> Program:
     """B0: r1 = ctaid.x; p0 = ctaid == 0; `first`; r2 = param 0.  B1: out[ctaid] = r5."""
     return program(
-        Block((Instr(Op.S2R, 1, mod=SReg.CTAID_X), imm(Op.SETP, 0, 1, 0, mod=Cmp.EQ), first,
+        block((Instr(Op.S2R, 1, mod=SReg.CTAID_X), imm(Op.SETP, 0, 1, 0, mod=Cmp.EQ), first,
                Instr(Op.LD, 2, 0, mod=Space.PARAM)), Term(TermKind.JMP, 1)),
-        Block((Instr(Op.MAD, 2, 1, imm=4, bi=True, c=2), Instr(Op.ST, 0, 2, 5,
+        block((Instr(Op.MAD, 2, 1, imm=4, bi=True, c=2), Instr(Op.ST, 0, 2, 5,
                                                                mod=Space.GLOBAL)), EXIT),
     )
 
@@ -268,13 +276,13 @@ def test_shared_word_written_only_by_the_first_thread_block_is_undefined_in_the_
     def prog(guard: int) -> Program:
         # @p0 shared[3] = 9; r5 = shared[3]; out[ctaid] = r5
         return program(
-            Block((Instr(Op.S2R, 1, mod=SReg.CTAID_X), imm(Op.SETP, 0, 1, 0, mod=Cmp.EQ),
-                   imm(Op.ADD, 3, 0, 9),
-                   Instr(Op.ST, 0, 0, 3, imm=12, mod=Space.SHARED, guard=guard)),
+            block((Instr(Op.S2R, 1, mod=SReg.CTAID_X), imm(Op.SETP, 0, 1, 0, mod=Cmp.EQ),
+                   imm(Op.ADD, 3, 0, 9), Instr(Op.LD, 2, 0, mod=Space.PARAM)),
                   Term(TermKind.JMP, 1)),
-            Block((Instr(Op.LD, 5, 0, imm=12, mod=Space.SHARED),
-                   Instr(Op.LD, 2, 0, mod=Space.PARAM), Instr(Op.MAD, 2, 1, imm=4, bi=True, c=2),
-                   Instr(Op.ST, 0, 2, 5, mod=Space.GLOBAL)), EXIT),
+            block((Instr(Op.ST, 0, 0, 3, imm=12, mod=Space.SHARED, guard=guard),
+                   Instr(Op.MAD, 2, 1, imm=4, bi=True, c=2),
+                   Instr(Op.LD, 5, 0, imm=12, mod=Space.SHARED)), Term(TermKind.JMP, 2)),
+            block((Instr(Op.ST, 0, 2, 5, mod=Space.GLOBAL),), EXIT),
             shared=16,
         )
     with pytest.raises(LaunchError) as err:
@@ -286,7 +294,7 @@ def test_shared_word_written_only_by_the_first_thread_block_is_undefined_in_the_
 
 
 def test_shared_atomic_reads_the_old_word() -> None:
-    prog = program(Block((imm(Op.ADD, 2, 0, 1), Instr(Op.ATOMS, 3, 0, 2, imm=4, mod=Atom.ADD)),
+    prog = program(block((imm(Op.ADD, 2, 0, 1), Instr(Op.ATOMS, 3, 0, 2, imm=4, mod=Atom.ADD)),
                          EXIT), shared=8)
     with pytest.raises(LaunchError, match=r"^read of shared memory word 1 \(address 4\) before "
                        r"any write in this thread block at .*atom\.shared\.add"):
@@ -297,17 +305,18 @@ def test_local_memory_is_per_thread_and_undefined_until_written() -> None:
     # lane 0 alone stores local word 2; then every lane loads it: lane 1 has never written it
     def prog(guard: int) -> Program:
         return program(
-            Block((Instr(Op.S2R, 1, mod=SReg.TID_X), imm(Op.SETP, 0, 1, 0, mod=Cmp.EQ),
-                   Instr(Op.ST, 0, 0, 1, imm=8, mod=Space.LOCAL, guard=guard),
-                   Instr(Op.LD, 5, 0, imm=8, mod=Space.LOCAL)), Term(TermKind.JMP, 1)),
-            Block((Instr(Op.LD, 2, 0, mod=Space.PARAM), Instr(Op.MAD, 2, 1, imm=4, bi=True, c=2),
-                   Instr(Op.ST, 0, 2, 5, mod=Space.GLOBAL)), EXIT),
+            block((Instr(Op.S2R, 1, mod=SReg.TID_X), imm(Op.SETP, 0, 1, 0, mod=Cmp.EQ),
+                   Instr(Op.LD, 2, 0, mod=Space.PARAM)), Term(TermKind.JMP, 1)),
+            block((Instr(Op.ST, 0, 0, 1, imm=8, mod=Space.LOCAL, guard=guard),
+                   Instr(Op.MAD, 2, 1, imm=4, bi=True, c=2),
+                   Instr(Op.LD, 5, 0, imm=8, mod=Space.LOCAL)), Term(TermKind.JMP, 2)),
+            block((Instr(Op.ST, 0, 2, 5, mod=Space.GLOBAL),), EXIT),
         )
     with pytest.raises(LaunchError) as err:
         run(prog(guard_code(0)), block=(2, 1))
     assert err.value.message == (
         "read of local memory word 2 (address 8) before any write in this thread block at test, "
-        "block B0 in `ld.local r5, [r0+8]`, blockIdx=(0,0), threadIdx=(1,0)")
+        "block B1 in `ld.local r5, [r0+8]`, blockIdx=(0,0), threadIdx=(1,0)")
     assert run(prog(NO_GUARD), block=(2, 1)).memory[1:3] == [0, 1]
 
 
@@ -324,7 +333,7 @@ def test_local_memory_is_per_thread_and_undefined_until_written() -> None:
 ])
 def test_each_operand_read_before_write_is_named(ins: Instr, what: str) -> None:
     # r1 = &out[0], p0 = true, then `ins` in a one-thread block
-    prog = program(Block((Instr(Op.LD, 1, 0, mod=Space.PARAM),
+    prog = program(block((Instr(Op.LD, 1, 0, mod=Space.PARAM),
                           imm(Op.SETP, 0, 0, 0, mod=Cmp.EQ), ins), EXIT))
     with pytest.raises(LaunchError) as err:
         run(prog, block=(1, 1), allocations=[(4, 16)])
@@ -345,7 +354,7 @@ def test_each_operand_read_before_write_is_named(ins: Instr, what: str) -> None:
     Instr(Op.LD, 2, 0, imm=0, mod=Space.SHARED, guard=guard_code(0, negated=True)),
 ])
 def test_what_is_not_read_does_not_need_a_write(ins: Instr) -> None:
-    prog = program(Block((Instr(Op.LD, 1, 0, mod=Space.PARAM),
+    prog = program(block((Instr(Op.LD, 1, 0, mod=Space.PARAM),
                           imm(Op.SETP, 0, 0, 0, mod=Cmp.EQ), ins), EXIT), shared=4)
     run(prog, block=(1, 1), grid=(2, 1), allocations=[(4, 16)])
 
@@ -355,12 +364,12 @@ def test_branch_reads_its_predicate_only_in_active_lanes() -> None:
     # even lanes never wrote p1 and are not active there
     def prog(first: Term) -> Program:
         return program(
-            Block((Instr(Op.S2R, 1, mod=SReg.TID_X), imm(Op.AND, 2, 1, 1),
+            block((Instr(Op.S2R, 1, mod=SReg.TID_X), imm(Op.AND, 2, 1, 1),
                    imm(Op.SETP, 0, 2, 1, mod=Cmp.EQ),
                    imm(Op.SETP, 1, 1, 3, mod=Cmp.EQ, guard=guard_code(0))), first),
-            Block((), Term(TermKind.BRA, 2, 3, 3, 1)),
-            Block((imm(Op.ADD, 5, 0, 1),), Term(TermKind.JMP, 3)),
-            Block((), EXIT),
+            block((), Term(TermKind.BRA, 2, 3, 3, 1)),
+            block((imm(Op.ADD, 5, 0, 1),), Term(TermKind.JMP, 3)),
+            block((), EXIT),
         )
     res = run(prog(Term(TermKind.BRA, 1, 3, 3, 0)))
     assert [(r.block, r.mask) for r in res.trace] == [(0, 0b1111), (1, 0b1010), (2, 0b1000),
@@ -377,11 +386,11 @@ def test_shuffle_reads_register_a_of_the_source_lane() -> None:
     # only lane 0 writes r9; shfl.idx 0 hands it to all lanes, shfl.idx 1 reads lane 1's r9
     def prog(src: int) -> Program:
         return program(
-            Block((Instr(Op.S2R, 1, mod=SReg.TID_X), imm(Op.SETP, 0, 1, 0, mod=Cmp.EQ),
-                   imm(Op.ADD, 9, 0, 42, guard=guard_code(0)),
-                   Instr(Op.SHFL, 5, 9, imm=src, bi=True, c=0b0011, mod=Shfl.IDX)),
+            block((Instr(Op.S2R, 1, mod=SReg.TID_X), imm(Op.SETP, 0, 1, 0, mod=Cmp.EQ),
+                   imm(Op.ADD, 9, 0, 42, guard=guard_code(0)), Instr(Op.LD, 2, 0, mod=Space.PARAM)),
                   Term(TermKind.JMP, 1)),
-            Block((Instr(Op.LD, 2, 0, mod=Space.PARAM), Instr(Op.MAD, 2, 1, imm=4, bi=True, c=2),
+            block((Instr(Op.SHFL, 5, 9, imm=src, bi=True, c=0b0011, mod=Shfl.IDX),
+                   Instr(Op.MAD, 2, 1, imm=4, bi=True, c=2),
                    Instr(Op.ST, 0, 2, 5, mod=Space.GLOBAL)), EXIT),
         )
     assert run(prog(0)).memory[1:5] == [42] * 4
@@ -394,10 +403,10 @@ def test_lanes_whose_guard_is_false_read_nothing() -> None:
     # only lane 0 writes r6 and r2; the other lanes skip every instruction that reads them
     guard = guard_code(1)
     prog = program(
-        Block((Instr(Op.S2R, 1, mod=SReg.TID_X), imm(Op.SETP, 1, 1, 0, mod=Cmp.EQ),
+        block((Instr(Op.S2R, 1, mod=SReg.TID_X), imm(Op.SETP, 1, 1, 0, mod=Cmp.EQ),
                imm(Op.ADD, 6, 0, 5, guard=guard), imm(Op.ADD, 2, 6, 1, guard=guard)),
               Term(TermKind.JMP, 1)),
-        Block((Instr(Op.LD, 3, 0, mod=Space.PARAM), Instr(Op.ST, 0, 3, 2, mod=Space.GLOBAL,
+        block((Instr(Op.LD, 3, 0, mod=Space.PARAM), Instr(Op.ST, 0, 3, 2, mod=Space.GLOBAL,
                                                           guard=guard)), EXIT),
     )
     assert run(prog).memory[1] == 6

@@ -2,14 +2,26 @@
 
 Basic blocks are cleaned (unreachable blocks dropped, empty jump blocks threaded, straight-line
 chains merged), each branch gets its immediate post-dominator as reconvergence point, and every
-basic block is cut into ROM blocks of at most BLOCK_SLOTS instructions.
+basic block is cut into ROM blocks of at most BLOCK_SLOTS instructions whose slots fit the
+slot units (isa.SLOT_UNITS).
 """
 
 from __future__ import annotations
 
 from qgpu import limits
 from qgpu.errors import ResourceError
-from qgpu.isa import EXIT_RECONV, Block, Instr, Op, Space, Term, TermKind, guard_code
+from qgpu.isa import (
+    EXIT_RECONV,
+    NOP,
+    Block,
+    Instr,
+    Op,
+    Space,
+    Term,
+    TermKind,
+    guard_code,
+    slot_allows,
+)
 from qgpu.lower.ir import IRBlock, IRFunction, VInstr, VTerm, liveness
 from qgpu.lower.regalloc import Allocation
 
@@ -152,11 +164,12 @@ def layout(fn: IRFunction, alloc: Allocation) -> tuple[Block, ...]:
     ipdom = immediate_postdominators(fn.blocks)
     code = [[m for m in (_machine_instr(v, alloc) for v in blk.instrs) if not _is_self_move(m)]
             for blk in fn.blocks]
+    chunked = [pack_slots(instrs) for instrs in code]
     first: list[int] = []
     count = 0
-    for instrs in code:
+    for chunks in chunked:
         first.append(count)
-        count += max(1, -(-len(instrs) // limits.BLOCK_SLOTS))
+        count += len(chunks)
     if count > limits.ROM_BLOCKS:
         raise ResourceError(
             f"{fn.name} needs {count} ROM blocks of {limits.BLOCK_SLOTS} instructions; the "
@@ -165,9 +178,7 @@ def layout(fn: IRFunction, alloc: Allocation) -> tuple[Block, ...]:
         )
     out: list[Block] = []
     for i, blk in enumerate(fn.blocks):
-        machine = code[i]
-        chunks = [machine[k:k + limits.BLOCK_SLOTS]
-                  for k in range(0, len(machine), limits.BLOCK_SLOTS)] or [[]]
+        chunks = chunked[i]
         for j, chunk in enumerate(chunks):
             if j < len(chunks) - 1:
                 term = Term(TermKind.JMP, len(out) + 1)
@@ -175,6 +186,48 @@ def layout(fn: IRFunction, alloc: Allocation) -> tuple[Block, ...]:
                 term = _machine_term(blk.term, first, ipdom[i], alloc)
             out.append(Block(tuple(chunk), term))
     return tuple(out)
+
+
+def pack_slots(instrs: list[Instr]) -> list[list[Instr]]:
+    """Cut a basic block into ROM blocks whose slots fit the slot units (isa.SLOT_UNITS).
+
+    Slot by slot, the first instruction in program order that the slot's units can run and that
+    depends on no instruction still waiting takes it (memory accesses keep their order, so the
+    first fault stays the first); a slot nothing fits holds a NOP."""
+    pending = list(instrs)
+    chunks: list[list[Instr]] = []
+    while pending or not chunks:
+        chunk: list[Instr] = []
+        for slot in range(limits.BLOCK_SLOTS):
+            if not pending:
+                break
+            pick = next((k for k, ins in enumerate(pending) if slot_allows(slot, ins)
+                         and not any(must_follow(ins, e) for e in pending[:k])), None)
+            chunk.append(NOP if pick is None else pending.pop(pick))
+        while chunk and chunk[-1] is NOP:
+            chunk.pop()
+        chunks.append(chunk)
+    return chunks
+
+
+def _touches_memory(ins: Instr) -> bool:
+    return ins.op in (Op.ST, Op.ATOMG, Op.ATOMS) or (ins.op == Op.LD and ins.mod & 3 != Space.PARAM)
+
+
+def must_follow(later: Instr, earlier: Instr) -> bool:
+    """Whether `later` must stay after `earlier`: a register (not r0) or predicate that one
+    writes and the other reads or writes, or two memory accesses."""
+    def regs(ins: Instr) -> tuple[int | None, set[int]]:
+        return ins.writes_reg() or None, set(ins.reads()) - {0}
+
+    def preds(ins: Instr) -> tuple[int | None, set[int]]:
+        return ins.writes_pred(), set(ins.pred_reads())
+
+    for accesses in (regs, preds):
+        (w1, r1), (w2, r2) = accesses(earlier), accesses(later)
+        if w1 is not None and (w1 in r2 or w1 == w2) or w2 is not None and w2 in r1:
+            return True
+    return _touches_memory(later) and _touches_memory(earlier)
 
 
 def _machine_term(t: VTerm, first: list[int], ipdom: int, alloc: Allocation) -> Term:

@@ -1,0 +1,82 @@
+"""ROM layout: basic blocks cut into blocks whose slots fit the slot units."""
+
+import random
+
+import pytest
+
+from qgpu import limits
+from qgpu.isa import (
+    NOP,
+    SLOT_UNITS,
+    Atom,
+    Block,
+    Cmp,
+    Instr,
+    Op,
+    Space,
+    Term,
+    TermKind,
+    guard_code,
+    slot_allows,
+    unit_of,
+)
+from qgpu.lower.layout import must_follow, pack_slots
+
+LD_G = Instr(Op.LD, 1, 2, mod=Space.GLOBAL)
+
+
+def test_units_of_instructions() -> None:
+    assert unit_of(Instr(Op.MAD, 1, 2, 3, 4)) == "multiply"
+    assert unit_of(LD_G) == unit_of(Instr(Op.ATOMS, 1, 2, 3, mod=Atom.ADD)) == "memory"
+    assert unit_of(Instr(Op.LD, 1, 0, imm=4, mod=Space.PARAM)) == "alu"  # every slot reads params
+    assert [slot_allows(s, LD_G) for s in range(limits.BLOCK_SLOTS)] == \
+        [u == "memory" for u in SLOT_UNITS]
+
+
+def test_block_rejects_an_instruction_its_slot_cannot_run() -> None:
+    with pytest.raises(ValueError, match="slot 0 has no multiply unit for MUL"):
+        Block((Instr(Op.MUL, 1, 2, 3),), Term(TermKind.EXIT))
+
+
+def test_independent_work_fills_the_slots_a_unit_skips() -> None:
+    mul = Instr(Op.MUL, 3, 2, 2)
+    add = Instr(Op.ADD, 4, 5, 5)
+    # mul cannot take slot 0: the later, independent add does; the load waits for slot 2
+    assert pack_slots([mul, add, LD_G]) == [[add, mul, LD_G]]
+    # a load of the product's address takes the memory slot after the multiplier
+    dep = Instr(Op.LD, 6, 3, mod=Space.GLOBAL)
+    assert pack_slots([mul, dep]) == [[NOP, mul, dep]]
+    # two multiplies in a row: slots 1 and 3, the second block gets the third
+    assert pack_slots([mul] * 3) == [[NOP, mul, NOP, mul], [NOP, mul]]
+
+
+def test_empty_block_is_one_empty_rom_block() -> None:
+    assert pack_slots([]) == [[]]
+
+
+def _random_instr(rng: random.Random) -> Instr:
+    op = rng.choice([Op.ADD, Op.MUL, Op.MAD, Op.LD, Op.ST, Op.SETP, Op.SEL, Op.ATOMG, Op.S2R])
+    r = [rng.randrange(4) for _ in range(4)]
+    guard = guard_code(rng.randrange(2)) if rng.random() < 0.3 else 0
+    if op == Op.SETP:
+        return Instr(op, r[0] % 2, r[1], r[2], mod=Cmp.LT, guard=guard)
+    if op == Op.LD:
+        return Instr(op, r[0], r[1], mod=rng.choice([Space.GLOBAL, Space.PARAM]), guard=guard)
+    return Instr(op, r[0], r[1], r[2], r[3] % 2 if op == Op.SEL else r[3], guard=guard)
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_packing_keeps_every_dependence_and_fits_every_slot(seed: int) -> None:
+    rng = random.Random(seed)
+    instrs = [_random_instr(rng) for _ in range(rng.randrange(1, 12))]
+    chunks = pack_slots(instrs)
+    placed = [ins for chunk in chunks for ins in chunk]
+    for chunk in chunks:
+        Block(tuple(chunk), Term(TermKind.EXIT))  # raises when a slot cannot run its instruction
+        assert chunk and chunk[-1] is not NOP
+    order = [next(k for k, p in enumerate(placed) if p is ins) for ins in instrs]
+    assert sorted(order) == [k for k, p in enumerate(placed) if p is not NOP]
+    for j, later in enumerate(instrs):
+        for i in range(j):
+            if must_follow(later, instrs[i]):
+                assert order[i] < order[j], (instrs[i], later)
