@@ -12,7 +12,7 @@ from __future__ import annotations
 from graphlib import TopologicalSorter
 
 from qgpu.compiler import numerics
-from qgpu.compiler.graph import Graph, Write
+from qgpu.compiler.graph import Addr, Address, Graph, Write, addr_features
 
 Values = dict[str, list[int]]
 
@@ -37,7 +37,7 @@ def node_order(g: Graph) -> list[tuple[str, str]]:
         deps[me] = {p for f in ins for p in producers.get(f, []) if p != me}
     for b in g.banks:
         me = ("bank", b)
-        ins = g.write_inputs(b) | {r.addr for r in g.reads if r.bank == b}
+        ins = g.write_inputs(b) | {f for r in g.reads if r.bank == b for f in addr_features(r.addr)}
         deps[me] = {p for f in ins for p in producers.get(f, []) if p != me}
     return list(TopologicalSorter(deps).static_order())
 
@@ -85,7 +85,16 @@ class Evaluator:
         for (f, i), d in deltas:
             vals[f][i] += d
 
-    def _hot(self, feature: str, vals: Values, where: str) -> int | None:
+    def _row(self, addr: Addr, vals: Values, where: str, rows: int) -> int | None:
+        if isinstance(addr, Address):
+            for f, i in addr.dims:
+                if vals[f][i] not in (0, 1):
+                    raise CircuitError(f"{where}: address dim {f}[{i}] = {vals[f][i]} not 0/1")
+            if addr.enable and not vals[addr.enable[0]][addr.enable[1]]:
+                return None
+            row = sum(vals[f][i] << k for k, (f, i) in enumerate(addr.bits))
+            return row if row < rows else None
+        feature = addr
         hot = [i for i, v in enumerate(vals[feature]) if v]
         if len(hot) > 1 or any(v not in (0, 1) for v in vals[feature]):
             raise CircuitError(f"{where}: address {feature} is not one-hot: {vals[feature]}")
@@ -96,7 +105,7 @@ class Evaluator:
         for w in self.g.writes:
             if w.bank != name:
                 continue
-            row = self._hot(w.addr, vals, f"write to {name}")
+            row = self._row(w.addr, vals, f"write to {name}", self.g.banks[name].rows)
             if w.enable is not None:
                 (f, i) = w.enable
                 if vals[f][i] not in (0, 1):
@@ -106,7 +115,7 @@ class Evaluator:
                 mem[row] = self._bits_row(w, vals) if bits else self._word_row(w, vals)
         for r in self.g.reads:
             if r.bank == name:
-                row = self._hot(r.addr, vals, f"read from {name}")
+                row = self._row(r.addr, vals, f"read from {name}", self.g.banks[name].rows)
                 size = self.g.features[r.out].size
                 stored = mem.get(row) if row is not None else None
                 if stored is not None:  # adds, like the GDN output does to the residual

@@ -9,9 +9,11 @@ exactly one node:
 
 * ``Rule`` — one MLP neuron: it fires when all its literals (dim = 0 / dim = 1) hold and then adds
   +1 or -1 to some dims. Lookup tables, AND/OR, multiplexers, copy and clear are sets of rules.
-* ``Write`` / ``Read`` — one GDN head holds a bank of up to 128 rows; a write stores a row at a
-  one-hot address (no address = no write), a read returns the row at a one-hot address (the new
-  row if the same token wrote it). A ``word`` bank stores words; a ``bits`` bank stores up to
+* ``Write`` / ``Read`` — one GDN head holds a bank of up to 128 rows; a write stores a row at an
+  address (none = no write), a read returns the row at an address (the new row if the same token
+  wrote it). An address is a one-hot feature, or an ``Address``: the row number in binary dims
+  (with an enable dim), decoded by the GDN's own key/query projection and SiLU, so the residual
+  never holds the one-hot. A ``word`` bank stores words; a ``bits`` bank stores up to
   126 plain bits per row (two anchor entries keep the row's norm fixed, numerics.py), so a bit
   costs one residual dim and an unwritten row reads as zeros. A write to a ``bits`` bank may take
   parts of its row from the three tokens before (``Part.tap``), through the GDN's causal conv1d.
@@ -94,9 +96,33 @@ class Part:
 
 
 @dataclass(frozen=True)
+class Address:
+    """A row number in binary: the row the 0/1 dims `bits` spell (least significant first),
+    when the `enable` dim holds 1 (no enable dim: always). A number beyond the bank's rows
+    addresses nothing. Emission gives each row r the key/query pre-activation
+    KEY_SCALE * (enable - hamming(bits, r)): SiLU passes KEY_SCALE for the row and maps every
+    other row to exactly 0 (numerics.py)."""
+
+    bits: tuple[Dim, ...]
+    enable: Dim | None = None
+
+    @property
+    def dims(self) -> tuple[Dim, ...]:
+        return self.bits + ((self.enable,) if self.enable else ())
+
+
+Addr = str | Address  # a one-hot feature of the bank's rows, or an Address
+
+
+def addr_features(addr: Addr) -> set[str]:
+    """The features an address reads."""
+    return {addr} if isinstance(addr, str) else {f for f, _ in addr.dims}
+
+
+@dataclass(frozen=True)
 class Write:
     bank: str
-    addr: str  # onehot feature of `rows` dims (all zero: no write)
+    addr: Addr  # all zero / disabled: no write
     parts: tuple[Part, ...]  # word banks: one part, the whole word, tap 0
     enable: Dim | None = None  # a 0/1 dim: 0 = no write (the GDN's beta is exactly 0)
 
@@ -104,7 +130,7 @@ class Write:
 @dataclass(frozen=True)
 class Read:
     bank: str
-    addr: str  # onehot feature (all zero: reads nothing, the output stays 0)
+    addr: Addr  # all zero / disabled: reads nothing, the output stays 0
     out: str  # word feature receiving the row
 
 
@@ -163,9 +189,9 @@ class Graph:
         self.banks[name] = b
         return b
 
-    def write(self, bank: str, addr: str, value: str | None = None, *,
+    def write(self, bank: str, addr: Addr, value: str | None = None, *,
               parts: list[Part] | None = None, enable: Dim | None = None) -> None:
-        """Store `value` (or the row assembled from `parts`) at the one-hot `addr`, if the
+        """Store `value` (or the row assembled from `parts`) at `addr`, if the
         `enable` dim holds 1 (so banks of one token kind can share its address feature)."""
         self._check_mem(bank, addr)
         if enable is not None:
@@ -196,7 +222,7 @@ class Graph:
                 raise ValueError(f"write to {bank}: part {p.feature} overlaps or leaves the row")
             taken |= span
 
-    def read(self, bank: str, addr: str, out: str) -> None:
+    def read(self, bank: str, addr: Addr, out: str) -> None:
         self._check_mem(bank, addr)
         f = self.features[out]
         if not f.accumulate and (f.token_input or any(out in o for o in self.rule_outputs.values())
@@ -212,12 +238,19 @@ class Graph:
     def write_inputs(self, bank: str) -> set[str]:
         """Features a bank's write reads (address and every part)."""
         return {x for w in self.writes if w.bank == bank
-                for x in (w.addr, *(p.feature for p in w.parts),
+                for x in (*addr_features(w.addr), *(p.feature for p in w.parts),
                           *((w.enable[0],) if w.enable else ()))}
 
-    def _check_mem(self, bank: str, addr: str) -> None:
+    def _check_mem(self, bank: str, addr: Addr) -> None:
         if bank not in self.banks:
             raise ValueError(f"unknown bank {bank}")
+        if isinstance(addr, Address):
+            for f, i in addr.dims:
+                self.features[f].dim(i)
+            if 1 << len(addr.bits) < self.banks[bank].rows:
+                raise ValueError(f"{bank}: {len(addr.bits)} address bits cannot name "
+                                 f"{self.banks[bank].rows} rows")
+            return
         f = self.features[addr]
         if f.code != "onehot" or f.size != self.banks[bank].rows:
             raise ValueError(f"{addr} must be a one-hot of {self.banks[bank].rows} dims")

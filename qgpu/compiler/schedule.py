@@ -16,7 +16,7 @@ import torch
 
 from qgpu.compiler import numerics as nx
 from qgpu.compiler.evaluate import node_order
-from qgpu.compiler.graph import Graph, Rule
+from qgpu.compiler.graph import Addr, Graph, Rule, addr_features
 
 
 @dataclass(frozen=True)
@@ -165,7 +165,8 @@ def _node_io(g: Graph, node: tuple[str, str], shape: LayerShape) \
         return set(g.rule_inputs[name]), set(g.rule_outputs[name]), size
     if sum(w.bank == name for w in g.writes) > 1 or sum(r.bank == name for r in g.reads) > 1:
         raise ValueError(f"bank {name}: one write and one read per token at most")
-    ins = g.write_inputs(name) | {r.addr for r in g.reads if r.bank == name}
+    ins = g.write_inputs(name) | {f for r in g.reads if r.bank == name
+                                  for f in addr_features(r.addr)}
     return ins, {r.out for r in g.reads if r.bank == name}, 1
 
 
@@ -231,7 +232,8 @@ def _place_clears(g: Graph, shape: LayerShape, ready: dict[str, int],
 def _allocate(g: Graph, first: dict[str, int], clears: dict[str, tuple[int, int]]) \
         -> tuple[dict[str, list[int]], list[int], int]:
     """Residual dims per feature; a dim freed by a clear in sublayer c can hold a feature
-    written after c. Read outputs use carrier dims, everything else plain dims."""
+    written after c. Read outputs use carrier dims; other features plain dims or freed
+    carrier dims."""
     read_outs = {r.out for r in g.reads}
     free: dict[bool, list[tuple[int, int]]] = {True: [], False: []}  # carrier? -> (after, dim)
     dims: dict[str, list[int]] = {}
@@ -245,18 +247,22 @@ def _allocate(g: Graph, first: dict[str, int], clears: dict[str, tuple[int, int]
         if f.alias:
             dims[name] = dims[f.alias]
             continue
-        pool = sorted(free[carrier], key=lambda e: e[1])
+        # a rule-written 0/1 feature may also take a freed carrier dim: every reader and clear
+        # subtracts the carrier of the dims it uses (word-bank writes do not: words stay plain)
+        pools = [carrier] if carrier or f.code == "word" else [False, True]
+        pool = sorted((e + (c,) for c in pools for e in free[c]), key=lambda e: e[1])
         usable = [e for e in pool if e[0] < born(name)][:f.size]
         for e in usable:
-            free[carrier].remove(e)
-        got = [d for _, d in usable] + list(range(k, k + f.size - len(usable)))
+            free[e[2]].remove(e[:2])
+        got = [d for _, d, _ in usable] + list(range(k, k + f.size - len(usable)))
         k += f.size - len(usable)
         dims[name] = got
         if carrier:
             carriers += [d for d in got if d not in carriers]
         if name in clears:
             layer, _ = clears[name]
-            free[carrier] += [(2 * layer + 1, d) for d in got]
+            for d in got:
+                free[d in carriers].append((2 * layer + 1, d))
     return dims, sorted(carriers), k
 
 
@@ -296,8 +302,7 @@ def emit(sched: Schedule, k_dims: int) -> list[dict[str, torch.Tensor]]:
             bits = g.banks[bank].code == "bits"
             v0 = 2 * H * dh + h * dh  # this head's first value channel
             for w in (w for w in g.writes if w.bank == bank):
-                for r in range(g.banks[bank].rows):
-                    qkv[H * dh + h * dh + r, sched.dim(w.addr, r)] = nx.KEY_SCALE * nx.SCALE
+                _emit_address(sched, w.addr, g.banks[bank].rows, qkv[H * dh + h * dh:], carriers)
                 if bits:
                     _emit_bits_write(sched, w, qkv, t["linear_attn.conv1d.weight"], v0, carriers)
                     continue
@@ -308,8 +313,7 @@ def emit(sched: Schedule, k_dims: int) -> list[dict[str, torch.Tensor]]:
                 for j in range(width, dh, 4):  # digits the feature does not carry store 0
                     qkv[v0 + j, nx.UNIT_DIM] = nx.VALUE_SCALE * nx.SCALE
             for rd in (r for r in g.reads if r.bank == bank):
-                for r in range(g.banks[bank].rows):
-                    qkv[h * dh + r, sched.dim(rd.addr, r)] = nx.KEY_SCALE * nx.SCALE
+                _emit_address(sched, rd.addr, g.banks[bank].rows, qkv[h * dh:], carriers)
                 z[h * dh:(h + 1) * dh, nx.UNIT_DIM] = nx.Z_GATE * nx.SCALE
                 first = nx.ROW_ANCHORS if bits else 0
                 norm = nx.bits_read_norm(dh) if bits else nx.READ_NORM
@@ -349,6 +353,28 @@ def emit(sched: Schedule, k_dims: int) -> list[dict[str, torch.Tensor]]:
                 raise ValueError(f"layer {layer} {name}: a weight is not exact in bfloat16")
         out.append(t)
     return out
+
+
+def _emit_address(sched: Schedule, addr: Addr, rows: int, proj: torch.Tensor,
+                  carriers: set[int]) -> None:
+    """Key or query rows 0..rows-1 of a head (`proj` starts at its row 0): a one-hot feature's
+    dim r, or an Address decoded as KEY_SCALE * (enable - hamming distance to r)."""
+    unit = nx.KEY_SCALE * nx.SCALE
+    if isinstance(addr, str):
+        for r in range(rows):
+            proj[r, sched.dim(addr, r)] = unit
+        return
+    for r in range(rows):
+        signed = [((f, i), 1.0 if r >> k & 1 else -1.0) for k, (f, i) in enumerate(addr.bits)]
+        bias = -float(r.bit_count()) + (0.0 if addr.enable else 1.0)
+        if addr.enable:
+            signed.append((addr.enable, 1.0))
+        for (f, i), sign in signed:
+            d = sched.dim(f, i)
+            proj[r, d] += sign * unit
+            if d in carriers:
+                bias -= sign * nx.CARRIER
+        proj[r, nx.UNIT_DIM] += bias * unit
 
 
 def _emit_clear(sched: Schedule, feature: str, n0: int, gate: torch.Tensor, up: torch.Tensor,

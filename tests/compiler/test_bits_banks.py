@@ -8,7 +8,7 @@ import pytest
 
 from qgpu.compiler import numerics as nx
 from qgpu.compiler.evaluate import CircuitError, evaluate
-from qgpu.compiler.graph import Graph, Part, Rule, copy_bits
+from qgpu.compiler.graph import Address, Graph, Part, Rule, copy_bits
 from tests.compiler.helpers import MODES, bits, onehot
 from tests.compiler.test_gadgets import assert_exact
 
@@ -136,4 +136,38 @@ def test_banks_share_an_address_and_write_only_when_enabled(dtype: str, step: bo
                        "raddr": onehot(8, rng.randrange(8))})
     got = evaluate(g, tokens)
     assert any(t["r0"] != t["r1"] for t in got) and any(t["out"] != [0] * 16 for t in got)
+    assert_exact(g, tokens, dtype, step)
+
+
+@pytest.mark.parametrize("dtype,step", MODES)
+def test_binary_addresses_are_decoded_by_the_gdn(dtype: str, step: bool) -> None:
+    """Banks addressed by row numbers in binary (``Address``): from token bits with an enable,
+    from bits a memory read returned (carrier dims) and from rule outputs; numbers beyond the
+    bank's rows and disabled addresses touch nothing."""
+    g = Graph()
+    g.feature("wa", 7, token_input=True)
+    g.feature("wen", 1, token_input=True)
+    g.feature("v", 16, token_input=True)
+    g.feature("ra", 7, token_input=True)
+    g.feature("r", 16)
+    g.bank("m", 100, "bits")  # rows 100..127 cannot be named: the address names nothing
+    g.write("m", Address(tuple(("wa", i) for i in range(7)), ("wen", 0)), "v")
+    g.read("m", Address(tuple(("ra", i) for i in range(7))), "r")
+    # the low 3 bits of the read (carrier dims) address a word bank; a rule's bit enables it
+    g.feature("on", 1)
+    g.rule_group("on", [Rule(((("r", 15), 0),), ((("on", 0), 1),))])
+    g.feature("wv", 8, "word", token_input=True)
+    g.bank("w", 8)
+    g.write("w", Address(tuple(("r", i) for i in range(3)), ("on", 0)), "wv")
+    g.feature("rw", 8, "word")
+    g.read("w", Address(tuple(("wa", i) for i in range(3))), "rw")
+    rng = random.Random(6)
+    tokens = []
+    for _ in range(120):
+        wa, ra = (rng.choice([rng.randrange(12), rng.randrange(128)]) for _ in range(2))
+        tokens.append({"wa": bits(wa, 7), "wen": [int(rng.random() < 0.7)],
+                       "v": bits(rng.getrandbits(16), 16), "ra": bits(ra, 7),
+                       "wv": onehot(4, rng.randrange(4)) + onehot(4, rng.randrange(4))})
+    got = evaluate(g, tokens)
+    assert sum(t["r"] != [0] * 16 for t in got) > 30 and any(t["rw"] != [0] * 8 for t in got)
     assert_exact(g, tokens, dtype, step)
