@@ -73,7 +73,7 @@ def test_slots_compute_what_the_machine_computes(graph, name: str) -> None:
                     p[(ln, ins.d)] = want
                     unknown.discard((ln, "p", ins.d))
                 else:
-                    want = alu(ins.op, a, b) & MASK32
+                    want = alu(ins.op, a, b, r[(ln, ins.c)]) & MASK32
                     assert value(vals[f"x{s}.res{ln}"]) == want, (name, rec.block, s, ln, ins)
                     if ins.d:
                         r[(ln, ins.d)] = want

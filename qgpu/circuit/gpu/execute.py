@@ -16,7 +16,9 @@ Per slot s and lane l:
 Units so far: one adder per lane that adds or subtracts (ADD, SUB, and the flags of SETP and
 MIN/MAX), bitwise AND/OR/XOR/NOT, shifts (a two-stage barrel shifter per lane), special
 registers (S2R: lookups over the warp, the lane, the thread block and the launch shape read from
-memory).
+memory). Slots whose unit is the multiplier (isa.SLOT_UNITS) compress a * b (+ c) into two
+numbers and hand them to the same adder, which then serves MUL and MAD as well: multiplying
+costs those slots four layers and no second adder.
 """
 
 from __future__ import annotations
@@ -31,23 +33,29 @@ from qgpu.circuit.gpu.machine import (
     LANES,
     PRED_ROWS,
     REG_ROWS,
+    WB_PRED,
+    WB_REG,
+    bits_of,
     instr_bits,
     kind_dim,
     rails,
 )
 from qgpu.compiler import gadgets as gd
-from qgpu.compiler.graph import Graph, Part, Rule
-from qgpu.isa import PRED_DEST_OPS, Cmp, Op, SReg
+from qgpu.compiler.graph import Address, Graph, Part, Rule
+from qgpu.isa import PRED_DEST_OPS, SLOT_UNITS, Cmp, Op, SReg
 
-PORTS = "abc"
+PORTS = {"multiply": "abc", "memory": "ab"}
+"""Register ports per slot unit: c is the addend of MAD (the memory unit's stores and atomics
+will add theirs); every port costs 4 lanes x 32 residual dims while its value lives."""
 WORD = 32
 EXEC = ((kind_dim("exec"), 1),)
 REG_WRITING_OPS = tuple(op for op in Op if op not in PRED_DEST_OPS and op != Op.ST)
 SUBTRACTING_OPS = (Op.SUB, Op.SETP, Op.MIN, Op.MAX, Op.MINU, Op.MAXU)
 SUPPORTED_OPS = frozenset({Op.ADD, Op.SUB, Op.AND, Op.OR, Op.XOR, Op.NOT, Op.SETP, Op.MIN,
                            Op.MAX, Op.MINU, Op.MAXU, Op.S2R, Op.SHL, Op.SHR,
-                           Op.SRA})  # fmt: skip
+                           Op.SRA, Op.MUL, Op.MAD})  # fmt: skip
 """Opcodes whose results the circuit computes so far (the rest is the next step)."""
+MULTIPLYING_OPS = (Op.MUL, Op.MAD)
 
 
 def field_is(slot: int, field: str, value: int) -> tuple:
@@ -68,20 +76,22 @@ def any_op(g: Graph, name: str, slot: int, ops: tuple[Op, ...]) -> None:
 def reg_bank(g: Graph, lane: int, name: str) -> None:
     """A copy of lane `lane`'s register file, kept current by VAL frames."""
     g.bank(name, REG_ROWS, "bits")
-    g.write(name, "wb.reg", parts=[Part("byte1")] + DATA_TAPS, enable=("wb.lane", lane))
+    g.write(name, WB_REG, parts=[Part("byte1")] + DATA_TAPS, enable=("wb.lane", lane))
 
 
 def pred_bank(g: Graph, lane: int, name: str) -> None:
     g.bank(name, PRED_ROWS, "bits")
-    g.write(name, "wb.pred", parts=[Part(f"wb.pv{lane}")], enable=("pwm1", lane))
+    g.write(name, WB_PRED, parts=[Part(f"wb.pv{lane}")], enable=("pwm1", lane))
 
 
 def _patch(g: Graph, name: str, slot: int, target: Callable[[int], str], width: int,
-           same: Callable[[int], list[tuple]], wrote: str, result: str) -> None:
+           same: Callable[[int], list[tuple]], wrote: str, result: str,
+           extra: Callable[[int], list[Rule]] = lambda lane: []) -> None:
     """Patch the read feature target(lane) with the value that the latest earlier slot j of the
     block wrote to the same register / predicate in that lane: eq (the slots name the same one:
     any of same(j)'s literal sets holds) -> hit (and the lane wrote it) -> sel (no later slot
-    hit) -> +1 / -1 per bit that differs from the read."""
+    hit) -> +1 / -1 per bit that differs from the read. `extra(lane)`: rules that join the
+    lane's patch group (in its layer, so they do not bring the feature's birth forward)."""
     js = list(range(slot))
     eq = f"{name}.eq"
     g.feature(eq, len(js))
@@ -97,30 +107,35 @@ def _patch(g: Graph, name: str, slot: int, target: Callable[[int], str], width: 
         g.rule_group(f"{out}.patch", [
             Rule((((sel, j), 1), ((result.format(j=j, lane=lane), i), new), ((out, i), 1 - new)),
                  (((out, i), 1 if new else -1),))
-            for j in js for i in range(width) for new in (0, 1)])
+            for j in js for i in range(width) for new in (0, 1)] + extra(lane))
 
 
 def operands(g: Graph, s: int) -> None:
     """Addresses, reads and in-block patches of slot s's register operands."""
-    for port in PORTS:
-        addr = f"x{s}.ad{port}"
-        g.feature(addr, REG_ROWS, "onehot")
-        g.rule_group(addr, [
-            Rule(EXEC + rails("wrp", 2, w) + field_is(s, port, r),
-                 (((addr, w * limits.NUM_REGS + r), 1),))
-            for w in range(limits.MAX_WARPS) for r in range(limits.NUM_REGS)])
+    for port in PORTS[SLOT_UNITS[s]]:
+        # row = (warp, register): the field's bits, then the EXEC token's warp
+        addr = Address(tuple(instr_bits(s, port)) + bits_of("wrp1", 2), kind_dim("exec"))
         for lane in LANES:
             reg_bank(g, lane, f"regs.{lane}.{s}{port}")
             g.feature(f"x{s}.{port}{lane}", WORD, accumulate=True)
             g.read(f"regs.{lane}.{s}{port}", addr, f"x{s}.{port}{lane}")
+        # port b gets the immediate (bi: b names r0, which no slot writes, so the patch and
+        # the immediate never meet); in the patch's group, not before the read
+        extra = immediate(s) if port == "b" else (lambda lane: [])
         if s:
             _patch(g, f"x{s}.{port}", s, lambda lane, port=port: f"x{s}.{port}{lane}", WORD,
                    lambda j, port=port: [field_is(s, port, r) + field_is(j, "d", r)
                                          for r in range(limits.NUM_REGS)],
-                   "x{j}.wr{lane}", "x{j}.res{lane}")
+                   "x{j}.wr{lane}", "x{j}.res{lane}", extra)
+        elif port == "b":
+            g.rule_group(f"x{s}.imm", [r for lane in LANES for r in extra(lane)])
+
+
+def immediate(s: int) -> Callable[[int], list[Rule]]:
+    """Rules adding slot s's immediate to port b of a lane when ``bi``."""
     bi, imm = instr_bits(s, "bi")[0], instr_bits(s, "imm")
-    g.rule_group(f"x{s}.imm", [Rule(EXEC + ((bi, 1), (imm[i], 1)), (((f"x{s}.b{lane}", i), 1),))
-                               for lane in LANES for i in range(WORD)])
+    return lambda lane: [Rule(EXEC + ((bi, 1), (imm[i], 1)), (((f"x{s}.b{lane}", i), 1),))
+                         for i in range(WORD)]
 
 
 def guard(g: Graph, s: int) -> None:
@@ -183,20 +198,41 @@ _RELATIONS: dict[Cmp, Callable[[int, int, int, int], bool]] = {
 _TAKE_A = {Op.MIN: Cmp.LE, Op.MAX: Cmp.GE, Op.MINU: Cmp.LS, Op.MAXU: Cmp.HS}
 
 
+def adder_operands(g: Graph, s: int, lane: int) -> tuple[str, str]:
+    """The adder's inputs: a and B, except in a multiplier slot, where a multiply or
+    multiply-add hands its two partial numbers (``gd.mul_columns``) to the adder instead."""
+    a, b = f"x{s}.a{lane}", f"x{s}.b{lane}"
+    if SLOT_UNITS[s] != "multiply":
+        return a, b
+    mul, p, q = f"x{s}.mul", f"x{s}.p{lane}", f"x{s}.q{lane}"
+    if lane == 0:
+        any_op(g, mul, s, MULTIPLYING_OPS)
+    for f in (p, q):
+        g.feature(f, WORD, accumulate=True)
+    run = ((f"x{s}.ex{lane}", 0), 1)
+    gd.mul_columns(g, f"x{s}.mul{lane}", a, b, p, q, addend=f"x{s}.c{lane}",
+                   when=(run, ((mul, 0), 1)))
+    g.rule_group(f"{p}.pass", [Rule((((mul, 0), 0), ((src, i), 1)), (((dst, i), 1),))
+                               for src, dst in ((a, p), (b, q)) for i in range(WORD)])
+    return p, q
+
+
 def alu(g: Graph, s: int) -> None:
     """The units of slot s (see the module docstring)."""
     inv = f"x{s}.inv"
     any_op(g, inv, s, SUBTRACTING_OPS)
-    any_op(g, f"x{s}.isadd", s, (Op.ADD, Op.SUB))
+    sums = (Op.ADD, Op.SUB) + (MULTIPLYING_OPS if SLOT_UNITS[s] == "multiply" else ())
+    any_op(g, f"x{s}.isadd", s, sums)
     sub = ((inv, 0), 1)
     for lane in LANES:
         a, b, res, ex = f"x{s}.a{lane}", f"x{s}.b{lane}", f"x{s}.res{lane}", f"x{s}.ex{lane}"
+        x, y = adder_operands(g, s, lane)
         g.feature(res, WORD, accumulate=True)
         g.feature(f"x{s}.pres{lane}", 1, accumulate=True)
         total, flags = f"x{s}.sum{lane}", f"x{s}.fl{lane}"  # flags: C (no borrow), Z (a == b)
         g.feature(total, WORD)
         g.feature(flags, 2)
-        gd.add_bits(g, f"x{s}.add{lane}", a, b, total, invert_b=sub, carry_in=sub,
+        gd.add_bits(g, f"x{s}.add{lane}", x, y, total, invert_b=sub, carry_in=sub,
                     carry_out=(flags, 0), all_propagate=(flags, 1))
         run = ((ex, 0), 1)
         g.rule_group(f"{res}.sum", [Rule((run, ((f"x{s}.isadd", 0), 1), ((total, i), 1)),

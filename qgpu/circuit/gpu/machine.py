@@ -17,11 +17,9 @@ Stages still to come (execute, memory, control, write-back, selection) extend th
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from qgpu import limits, rom
 from qgpu.circuit.gpu.encoding import FIELDS, KINDS, SHAPE_BITS
-from qgpu.compiler.graph import Dim, Graph, Part, Rule
+from qgpu.compiler.graph import Address, Dim, Graph, Part, Rule
 
 DATA_TAPS = [Part(f"d{k}", k, 8 * k) for k in range(1, 4)]
 """Bytes 1..3 of a header's frame: the data tokens 1..3 places before it."""
@@ -54,28 +52,9 @@ def kind_dim(kind: str) -> Dim:
     return ("kind", KINDS.index(kind))
 
 
-def onehot_from(g: Graph, name: str, bits: Sequence[Dim], out: str, size: int | None = None,
-                when: tuple = ()) -> None:
-    """`out` = one-hot of the unsigned number whose bits (least significant first) are `bits`."""
-    size = size or 1 << len(bits)
-    g.feature(out, size, "onehot")
-    g.rule_group(name, [
-        Rule(tuple(when) + tuple((b, v >> i & 1) for i, b in enumerate(bits)), (((out, v), 1),))
-        for v in range(size)
-    ])
-
-
 def rails(field: str, width: int, value: int) -> tuple:
     """Literals that hold iff a dual-rail field holds `value` (never for a token without it)."""
     return tuple(((f"{field}{value >> i & 1}", i), 1) for i in range(width))
-
-
-def onehot_from_rails(g: Graph, name: str, field: str, width: int, out: str,
-                      size: int | None = None) -> None:
-    """`out` = one-hot of a dual-rail field's value; all zero for tokens without the field."""
-    size = size or 1 << width
-    g.feature(out, size, "onehot")
-    g.rule_group(name, [Rule(rails(field, width, v), (((out, v), 1),)) for v in range(size)])
 
 
 # --- stages ---------------------------------------------------------------------------------
@@ -88,7 +67,14 @@ def inputs(g: Graph) -> None:
             g.feature(name, size, code, token_input=True)
     g.feature("one", 1, "onehot")
     g.rule_group("one", [Rule((), ((("one", 0), 1),))])  # 1 in every token: 1-row addresses
-    onehot_from_rails(g, "blk_hot", "blk", 7, "blk_hot")
+
+
+def bits_of(feature: str, width: int, first: int = 0) -> tuple[Dim, ...]:
+    return tuple((feature, first + i) for i in range(width))
+
+
+BLOCK = bits_of("blk1", 7)  # the block an EXEC or ROM token names
+CUR_WARP = bits_of("cur.wm", 2)  # the warp of the last EXEC (write-back frames are its)
 
 
 def prompt(g: Graph) -> None:
@@ -96,11 +82,10 @@ def prompt(g: Graph) -> None:
     for s, p, _ in rom_parts():
         bank = f"rom.{s}.{p}"
         g.bank(bank, limits.ROM_BLOCKS, "bits")
-        g.write(bank, "blk_hot", parts=PART_TAPS, enable=("romsel", s * rom.PARTS + p))
-    onehot_from(g, "pword_hot", [("pword", i) for i in range(4)], "pword_hot",
-                size=limits.PARAM_WORDS)
+        g.write(bank, Address(BLOCK), parts=PART_TAPS, enable=("romsel", s * rom.PARTS + p))
     g.bank("param", limits.PARAM_WORDS, "bits")
-    g.write("param", "pword_hot", parts=[Part("byte1")] + DATA_TAPS, enable=kind_dim("param"))
+    g.write("param", Address(bits_of("pword", 4)), parts=[Part("byte1")] + DATA_TAPS,
+            enable=kind_dim("param"))
     for kind, fields in (("block", ("bx", "by")), ("grid", ("gx", "gy")), ("shared", ("shw",))):
         g.bank(f"cfg.{kind}", 1, "bits")
         offsets = [0, SHAPE_BITS]
@@ -133,21 +118,17 @@ def state(g: Graph) -> None:
         g.read(bank, "one", out)
 
 
-def cur_warp(w: int) -> tuple:
-    return tuple((("cur.wm", i), w >> i & 1) for i in range(2))
-
-
 def cur_lane_active(lane: int) -> tuple:
     return ((("cur.wm", 2 + lane), 1),)
+
+
+WB_REG = Address(bits_of("reg1", 4) + CUR_WARP)  # row = (warp, register) of a VAL frame
+WB_PRED = Address(bits_of("prd1", 2) + CUR_WARP)  # row = (warp, predicate) of a PRED frame
 
 
 def writeback(g: Graph) -> None:
     """Write-back frames: registers (one bank per lane, row = (warp, register)), predicates (one
     bank per lane, row = (warp, predicate)), global / shared / local memory."""
-    g.feature("wb.reg", REG_ROWS, "onehot")
-    g.rule_group("wb.reg", [
-        Rule(cur_warp(w) + rails("reg", 4, r), ((("wb.reg", w * limits.NUM_REGS + r), 1),))
-        for w in range(limits.MAX_WARPS) for r in range(limits.NUM_REGS)])
     g.feature("wb.lane", limits.WARP_LANES)
     g.rule_group("wb.lane", [
         Rule(((("lanesel", lane), 1),), ((("wb.lane", lane), 1),)) for lane in LANES
@@ -157,43 +138,36 @@ def writeback(g: Graph) -> None:
     ])
     for lane in LANES:
         g.bank(f"regs.{lane}", REG_ROWS, "bits")
-        g.write(f"regs.{lane}", "wb.reg", parts=[Part("byte1")] + DATA_TAPS,
+        g.write(f"regs.{lane}", WB_REG, parts=[Part("byte1")] + DATA_TAPS,
                 enable=("wb.lane", lane))
 
-    g.feature("wb.pred", PRED_ROWS, "onehot")
-    g.rule_group("wb.pred", [
-        Rule(cur_warp(w) + rails("prd", 2, p), ((("wb.pred", w * limits.NUM_PREDS + p), 1),))
-        for w in range(limits.MAX_WARPS) for p in range(limits.NUM_PREDS)])
     for lane in LANES:
         g.feature(f"wb.pv{lane}", 1)
         g.rule_group(f"wb.pv{lane}", [Rule(((("pvl1", lane), 1),), (((f"wb.pv{lane}", 0), 1),))])
         g.bank(f"preds.{lane}", PRED_ROWS, "bits")
-        g.write(f"preds.{lane}", "wb.pred", parts=[Part(f"wb.pv{lane}")],
+        g.write(f"preds.{lane}", WB_PRED, parts=[Part(f"wb.pv{lane}")],
                 enable=("pwm1", lane))
 
-    onehot_from_rails(g, "wb.mrow", "mrow", 7, "wb.mrow")
     g.feature("wb.allocated", 1)
     g.rule_group("wb.allocated", [Rule(((kind_dim("mem"), 1),), ((("wb.allocated", 0), 1),))])
     value = [Part("byte1")] + DATA_TAPS
     g.bank("gmem", MEM_ROWS, "bits")
-    g.write("gmem", "wb.mrow", parts=value + [Part("wb.allocated", 0, ALLOCATED_BIT)],
+    row = Address(bits_of("mrow1", 7))
+    g.write("gmem", row, parts=value + [Part("wb.allocated", 0, ALLOCATED_BIT)],
             enable=("mspace", 0))
     g.bank("smem", MEM_ROWS, "bits")
-    g.write("smem", "wb.mrow", parts=value, enable=("mspace", 1))
-    g.feature("wb.local", LOCAL_ROWS, "onehot")
-    g.rule_group("wb.local", [
-        Rule(cur_warp(w) + rails("mrow", 7, x), ((("wb.local", w * limits.LOCAL_WORDS + x), 1),))
-        for w in range(limits.MAX_WARPS) for x in range(limits.LOCAL_WORDS)])
+    g.write("smem", row, parts=value, enable=("mspace", 1))
     for lane in LANES:
         g.bank(f"lmem.{lane}", LOCAL_ROWS, "bits")
-        g.write(f"lmem.{lane}", "wb.local", parts=value, enable=("mspace", 2 + lane))
+        g.write(f"lmem.{lane}", Address(bits_of("mrow1", 4) + CUR_WARP), parts=value,
+                enable=("mspace", 2 + lane))
 
 
 def fetch(g: Graph) -> None:
     """An EXEC token reads every ROM row of its block (the slots decode the bits they need)."""
     for s, p, bits in rom_parts():
         g.feature(f"ins{s}.{p}", bits)
-        g.read(f"rom.{s}.{p}", "blk_hot", f"ins{s}.{p}")
+        g.read(f"rom.{s}.{p}", Address(BLOCK, kind_dim("exec")), f"ins{s}.{p}")
 
 
 def instr_bits(slot: int, field: str) -> list[Dim]:
