@@ -285,6 +285,15 @@ def unit_of(ins: Instr) -> str:
     return "alu"
 
 
+def accesses_memory(ins: Instr) -> bool:
+    """Loads (not of parameters), stores and atomics."""
+    return ins.op in (Op.ST, Op.ATOMG, Op.ATOMS) or (ins.op == Op.LD and ins.mod & 3 != Space.PARAM)
+
+
+def writes_memory(ins: Instr) -> bool:
+    return ins.op in (Op.ST, Op.ATOMG, Op.ATOMS)
+
+
 def slot_allows(slot: int, ins: Instr) -> bool:
     unit = unit_of(ins)
     return unit == "alu" or SLOT_UNITS[slot] == unit
@@ -292,7 +301,8 @@ def slot_allows(slot: int, ins: Instr) -> bool:
 
 @dataclass(frozen=True)
 class Block:
-    """At most BLOCK_SLOTS instructions, each in a slot whose unit can run it, then a
+    """At most BLOCK_SLOTS instructions, each in a slot whose unit can run it, no memory access
+    after a store or atomic (the model writes memory back after the block), then a
     terminator."""
 
     instrs: tuple[Instr, ...]
@@ -301,10 +311,15 @@ class Block:
     def __post_init__(self) -> None:
         if len(self.instrs) > limits.BLOCK_SLOTS:
             raise ValueError(f"block has {len(self.instrs)} instructions > {limits.BLOCK_SLOTS}")
+        stored = False
         for slot, ins in enumerate(self.instrs):
             if not slot_allows(slot, ins):
                 raise ValueError(f"slot {slot} has no {unit_of(ins)} unit for {ins.op.name} "
                                  f"(slot units: {', '.join(SLOT_UNITS)})")
+            if stored and accesses_memory(ins):
+                raise ValueError(f"slot {slot}: {ins.op.name} accesses memory after a store or "
+                                 f"atomic in the same block")
+            stored |= writes_memory(ins)
 
 
 @dataclass(frozen=True)

@@ -89,7 +89,7 @@ def test_atomics(kind: Atom, old: int, b: int, c: int, want: int) -> None:
 
 def test_divergent_branch_reconverges_at_its_postdominator() -> None:
     # B0: p0 = tid odd; bra p0 ? B1 : B2, reconverge B3
-    # B1: out[tid] = 1 ; B2: out[tid] = 2 ; B3: out[tid] += 10 (one frame again)
+    # B1: out[tid] = 1 ; B2: out[tid] = 2 ; B4, B5: out[tid] += 10 ; B3: exit (one frame again)
     head = store_tid_times(0)
     prog = program(
         block((Instr(Op.S2R, 3, mod=SReg.TID_X), imm(Op.AND, 3, 3, 1),
@@ -97,14 +97,16 @@ def test_divergent_branch_reconverges_at_its_postdominator() -> None:
         block(head[:3] + (imm(Op.ADD, 2, 0, 1),), Term(TermKind.JMP, 4)),
         block(head[:3] + (imm(Op.ADD, 2, 0, 2),), Term(TermKind.JMP, 4)),
         block((), EXIT),
-        block((Instr(Op.ST, 0, 1, 2, mod=Space.GLOBAL), imm(Op.ADD, 2, 2, 10),
-               Instr(Op.ST, 0, 1, 2, mod=Space.GLOBAL)), Term(TermKind.JMP, 3)),
+        block((Instr(Op.ST, 0, 1, 2, mod=Space.GLOBAL), imm(Op.ADD, 2, 2, 10)),
+              Term(TermKind.JMP, 5)),
+        block((Instr(Op.ST, 0, 1, 2, mod=Space.GLOBAL),), Term(TermKind.JMP, 3)),
     )
     res = run(prog)
     assert res.memory[1:5] == [12, 11, 12, 11]
     # taken path (odd lanes) first, then even lanes, then the merged frame at B3
     assert [(r.block, r.mask) for r in res.trace] == [
-        (0, 0b1111), (1, 0b1010), (4, 0b1010), (2, 0b0101), (4, 0b0101), (3, 0b1111)]
+        (0, 0b1111), (1, 0b1010), (4, 0b1010), (5, 0b1010), (2, 0b0101), (4, 0b0101),
+        (5, 0b0101), (3, 0b1111)]
     assert res.trace[1].regs[0][0] == 1 and res.trace[-1].next_pc is None
 
 
@@ -208,8 +210,9 @@ def test_atomics_apply_in_lane_then_warp_order() -> None:
         block((Instr(Op.S2R, 1, mod=SReg.TID_X), imm(Op.ADD, 2, 1, 1),
                Instr(Op.LD, 3, 0, mod=Space.PARAM), imm(Op.SHL, 5, 1, 2)),
               Term(TermKind.JMP, 1)),
-        block((Instr(Op.ATOMG, 4, 3, 2, mod=Atom.EXCH), Instr(Op.ADD, 5, 5, 3),
-               Instr(Op.ST, 0, 5, 4, imm=4, mod=Space.GLOBAL)), EXIT),
+        block((Instr(Op.ATOMG, 4, 3, 2, mod=Atom.EXCH), Instr(Op.ADD, 5, 5, 3)),
+              Term(TermKind.JMP, 2)),
+        block((Instr(Op.ST, 0, 5, 4, imm=4, mod=Space.GLOBAL),), EXIT),
     )
     res = run(prog, block=(8, 1))
     assert res.memory[1] == 8
@@ -280,8 +283,8 @@ def test_shared_word_written_only_by_the_first_thread_block_is_undefined_in_the_
                    imm(Op.ADD, 3, 0, 9), Instr(Op.LD, 2, 0, mod=Space.PARAM)),
                   Term(TermKind.JMP, 1)),
             block((Instr(Op.ST, 0, 0, 3, imm=12, mod=Space.SHARED, guard=guard),
-                   Instr(Op.MAD, 2, 1, imm=4, bi=True, c=2),
-                   Instr(Op.LD, 5, 0, imm=12, mod=Space.SHARED)), Term(TermKind.JMP, 2)),
+                   Instr(Op.MAD, 2, 1, imm=4, bi=True, c=2)), Term(TermKind.JMP, 2)),
+            block((Instr(Op.LD, 5, 0, imm=12, mod=Space.SHARED),), Term(TermKind.JMP, 3)),
             block((Instr(Op.ST, 0, 2, 5, mod=Space.GLOBAL),), EXIT),
             shared=16,
         )
@@ -289,7 +292,7 @@ def test_shared_word_written_only_by_the_first_thread_block_is_undefined_in_the_
         run(prog(guard_code(0)), block=(1, 1), grid=(2, 1))
     assert err.value.message == (
         "read of shared memory word 3 (address 12) before any write in this thread block at "
-        "test, block B1 in `ld.shared r5, [r0+12]`, blockIdx=(1,0), threadIdx=(0,0)")
+        "test, block B2 in `ld.shared r5, [r0+12]`, blockIdx=(1,0), threadIdx=(0,0)")
     assert run(prog(NO_GUARD), block=(1, 1), grid=(2, 1)).memory[1:3] == [9, 9]
 
 
@@ -308,15 +311,15 @@ def test_local_memory_is_per_thread_and_undefined_until_written() -> None:
             block((Instr(Op.S2R, 1, mod=SReg.TID_X), imm(Op.SETP, 0, 1, 0, mod=Cmp.EQ),
                    Instr(Op.LD, 2, 0, mod=Space.PARAM)), Term(TermKind.JMP, 1)),
             block((Instr(Op.ST, 0, 0, 1, imm=8, mod=Space.LOCAL, guard=guard),
-                   Instr(Op.MAD, 2, 1, imm=4, bi=True, c=2),
-                   Instr(Op.LD, 5, 0, imm=8, mod=Space.LOCAL)), Term(TermKind.JMP, 2)),
+                   Instr(Op.MAD, 2, 1, imm=4, bi=True, c=2)), Term(TermKind.JMP, 2)),
+            block((Instr(Op.LD, 5, 0, imm=8, mod=Space.LOCAL),), Term(TermKind.JMP, 3)),
             block((Instr(Op.ST, 0, 2, 5, mod=Space.GLOBAL),), EXIT),
         )
     with pytest.raises(LaunchError) as err:
         run(prog(guard_code(0)), block=(2, 1))
     assert err.value.message == (
         "read of local memory word 2 (address 8) before any write in this thread block at test, "
-        "block B1 in `ld.local r5, [r0+8]`, blockIdx=(0,0), threadIdx=(1,0)")
+        "block B2 in `ld.local r5, [r0+8]`, blockIdx=(0,0), threadIdx=(1,0)")
     assert run(prog(NO_GUARD), block=(2, 1)).memory[1:3] == [0, 1]
 
 

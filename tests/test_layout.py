@@ -80,3 +80,13 @@ def test_packing_keeps_every_dependence_and_fits_every_slot(seed: int) -> None:
         for i in range(j):
             if must_follow(later, instrs[i]):
                 assert order[i] < order[j], (instrs[i], later)
+
+
+def test_no_memory_access_follows_a_store_in_its_block() -> None:
+    """The model writes memory back after the block, so a later load in the same block could
+    not see the store: the packer starts a new block, and Block refuses such a block."""
+    st = Instr(Op.ST, 0, 1, 2, mod=Space.GLOBAL)
+    add = Instr(Op.ADD, 5, 5, 5)
+    assert pack_slots([st, LD_G, add]) == [[st, add], [LD_G]]
+    with pytest.raises(ValueError, match="accesses memory after a store"):
+        Block((st, NOP, LD_G), Term(TermKind.EXIT))

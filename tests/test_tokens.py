@@ -117,7 +117,7 @@ def test_memory_rows_cover_every_space() -> None:
 
 def test_predicates_and_uniform_values() -> None:
     """A divergent write is per lane; a uniform one is one frame; predicates carry masks."""
-    from qgpu.isa import NOP, Block, Cmp, Instr, Op, Program, SReg, Term, TermKind
+    from qgpu.isa import Block, Cmp, Instr, Op, Program, SReg, Term, TermKind
 
     def imm(op, d, a, v, **kw):
         return Instr(op, d, a, imm=v, bi=True, **kw)
@@ -127,8 +127,8 @@ def test_predicates_and_uniform_values() -> None:
                imm(Op.ADD, 2, 0, 9)), Term(TermKind.JMP, 1)),
         Block((Instr(Op.SEL, 3, 1, 2, c=2), imm(Op.ADD, 4, 0, 1, guard=3)),
               Term(TermKind.JMP, 2)),
-        Block((Instr(Op.ST, 0, 0, 3, imm=4), NOP, Instr(Op.ST, 0, 0, 4, imm=8, guard=3)),
-              Term(TermKind.EXIT)),
+        Block((Instr(Op.ST, 0, 0, 3, imm=4),), Term(TermKind.JMP, 3)),
+        Block((Instr(Op.ST, 0, 0, 4, imm=8, guard=3),), Term(TermKind.EXIT)),
     ), 1, 0, 0, 0)
     run = run_program(prog, grid=(1, 1), block=(4, 1), params=[4],
                       memory=[0] * limits.GLOBAL_WORDS)

@@ -19,8 +19,10 @@ from qgpu.isa import (
     Space,
     Term,
     TermKind,
+    accesses_memory,
     guard_code,
     slot_allows,
+    writes_memory,
 )
 from qgpu.lower.ir import IRBlock, IRFunction, VInstr, VTerm, liveness
 from qgpu.lower.regalloc import Allocation
@@ -193,7 +195,8 @@ def pack_slots(instrs: list[Instr]) -> list[list[Instr]]:
 
     Slot by slot, the first instruction in program order that the slot's units can run and that
     depends on no instruction still waiting takes it (memory accesses keep their order, so the
-    first fault stays the first); a slot nothing fits holds a NOP."""
+    first fault stays the first; none follows a store or atomic in its block); a slot nothing
+    fits holds a NOP."""
     pending = list(instrs)
     chunks: list[list[Instr]] = []
     while pending or not chunks:
@@ -201,17 +204,15 @@ def pack_slots(instrs: list[Instr]) -> list[list[Instr]]:
         for slot in range(limits.BLOCK_SLOTS):
             if not pending:
                 break
+            stored = any(writes_memory(ins) for ins in chunk)
             pick = next((k for k, ins in enumerate(pending) if slot_allows(slot, ins)
+                         and not (stored and accesses_memory(ins))
                          and not any(must_follow(ins, e) for e in pending[:k])), None)
             chunk.append(NOP if pick is None else pending.pop(pick))
         while chunk and chunk[-1] is NOP:
             chunk.pop()
         chunks.append(chunk)
     return chunks
-
-
-def _touches_memory(ins: Instr) -> bool:
-    return ins.op in (Op.ST, Op.ATOMG, Op.ATOMS) or (ins.op == Op.LD and ins.mod & 3 != Space.PARAM)
 
 
 def must_follow(later: Instr, earlier: Instr) -> bool:
@@ -227,7 +228,7 @@ def must_follow(later: Instr, earlier: Instr) -> bool:
         (w1, r1), (w2, r2) = accesses(earlier), accesses(later)
         if w1 is not None and (w1 in r2 or w1 == w2) or w2 is not None and w2 in r1:
             return True
-    return _touches_memory(later) and _touches_memory(earlier)
+    return accesses_memory(later) and accesses_memory(earlier)
 
 
 def _machine_term(t: VTerm, first: list[int], ipdom: int, alloc: Allocation) -> Term:
