@@ -9,12 +9,13 @@ from qgpu import tokens as T
 from qgpu.circuit.gpu import encoding, execute, machine
 from qgpu.compiler.evaluate import Evaluator
 from qgpu.interp import MASK32, _compare, alu
-from qgpu.isa import Op, guard_parts
+from qgpu.isa import Op, Space, guard_parts
 from tests.circuit.test_gpu_writeback import launch_stream
 
 KERNELS = ("dot", "vec_max", "index_2d", "copy", "reduce_multiblock", "minmax_abs", "count_if",
            "bits_shift_var", "xorshift32", "divergent_if_else", "gray_code", "bits_masks",
-           "reduce_sum", "nested_loops", "loop_break_continue")  # fmt: skip
+           "reduce_sum", "nested_loops", "loop_break_continue", "dot_shared",
+           "matmul4_regs")  # fmt: skip
 """Launches with several warps and thread blocks, 2-D shapes, divergence and loops."""
 
 
@@ -33,6 +34,7 @@ def test_slots_compute_what_the_machine_computes(graph, name: str) -> None:
     ev = Evaluator(graph)
     regs: dict[tuple, int] = {}  # (cta, warp, lane, reg) -> value after the blocks so far
     preds: dict[tuple, bool] = {}
+    memory = {("global", 4 * i): v & MASK32 for i, v in enumerate(launch.memory)}
     trace = iter(run.trace)
     checked = 0
     for token in stream:
@@ -54,7 +56,7 @@ def test_slots_compute_what_the_machine_computes(graph, name: str) -> None:
                 assert vals[f"x{s}.ex{ln}"] == [int(ex)], (name, rec.block, s, ln)
                 if not ex:
                     continue
-                if ins.op not in execute.SUPPORTED_OPS or \
+                if not execute.supported(ins) or \
                         any((ln, "r", x) in unknown for x in ins.reads()):
                     dest = "p" if ins.op in (Op.SETP, Op.PLOP) else "r"
                     unknown.add((ln, dest, ins.d))
@@ -63,6 +65,18 @@ def test_slots_compute_what_the_machine_computes(graph, name: str) -> None:
                 if ins.op == Op.S2R:
                     t, (bx, by), (gx, gy) = 4 * rec.warp + ln, launch.block, launch.grid
                     want = (t % bx, t // bx, bx, by, rec.cta % gx, rec.cta // gx, gx, gy)[ins.mod]
+                    assert value(vals[f"x{s}.res{ln}"]) == want, (name, rec.block, s, ln, ins)
+                    if ins.d:
+                        r[(ln, ins.d)] = want
+                        unknown.discard((ln, "r", ins.d))
+                elif ins.op == Op.LD:
+                    space = Space(ins.mod & 3)
+                    if space == Space.PARAM:
+                        want = launch.params[ins.imm // 4] & MASK32
+                    else:
+                        where = (r[(ln, ins.a)] + ins.imm) & MASK32
+                        owner = (rec.warp, ln) if space == Space.LOCAL else ()
+                        want = memory[(space.name.lower(), where, *owner)]
                     assert value(vals[f"x{s}.res{ln}"]) == want, (name, rec.block, s, ln, ins)
                     if ins.d:
                         r[(ln, ins.d)] = want
@@ -84,4 +98,10 @@ def test_slots_compute_what_the_machine_computes(graph, name: str) -> None:
             regs[(*key, ln, reg)] = v & MASK32
         for ln, q, v in rec.preds:
             preds[(*key, ln, q)] = v
+        for space, where, v in rec.mem:
+            if space == "local":  # lane * LOCAL_WORDS * 4 + address
+                lane, where = divmod(where, 4 * limits.LOCAL_WORDS)
+                memory[(space, where, rec.warp, lane)] = v & MASK32
+            else:
+                memory[(space, where)] = v & MASK32
     assert checked > 0

@@ -27,61 +27,52 @@ import operator
 from collections.abc import Callable
 
 from qgpu import limits
+from qgpu.circuit.gpu import memory
 from qgpu.circuit.gpu.encoding import SHAPE_BITS
 from qgpu.circuit.gpu.machine import (
-    DATA_TAPS,
+    ACCESSES,
+    EXEC,
     LANES,
     PRED_ROWS,
-    REG_ROWS,
-    WB_PRED,
-    WB_REG,
+    access_is,
     bits_of,
+    field_is,
     instr_bits,
     kind_dim,
+    op_is,
+    pred_bank,
     rails,
+    reg_bank,
 )
 from qgpu.compiler import gadgets as gd
-from qgpu.compiler.graph import Address, Graph, Part, Rule
-from qgpu.isa import PRED_DEST_OPS, SLOT_UNITS, Cmp, Op, SReg
+from qgpu.compiler.graph import Address, Dim, Graph, Rule
+from qgpu.isa import INDEXED, PRED_DEST_OPS, SLOT_UNITS, Cmp, Instr, Op, SReg
 
-PORTS = {"multiply": "abc", "memory": "ab"}
-"""Register ports per slot unit: c is the addend of MAD (the memory unit's stores and atomics
-will add theirs); every port costs 4 lanes x 32 residual dims while its value lives."""
+PORTS = {"multiply": "abc", "memory": "abv"}
+"""Register ports per slot unit: c is the addend of MAD, v the value a store or atomic writes;
+every port costs 4 lanes x 32 residual dims while its value lives."""
 WORD = 32
-EXEC = ((kind_dim("exec"), 1),)
 REG_WRITING_OPS = tuple(op for op in Op if op not in PRED_DEST_OPS and op != Op.ST)
 SUBTRACTING_OPS = (Op.SUB, Op.SETP, Op.MIN, Op.MAX, Op.MINU, Op.MAXU)
 SUPPORTED_OPS = frozenset({Op.ADD, Op.SUB, Op.AND, Op.OR, Op.XOR, Op.NOT, Op.SETP, Op.MIN,
                            Op.MAX, Op.MINU, Op.MAXU, Op.S2R, Op.SHL, Op.SHR,
                            Op.SRA, Op.MUL, Op.MAD})  # fmt: skip
 """Opcodes whose results the circuit computes so far (the rest is the next step)."""
+
+
+def supported(ins: Instr) -> bool:
+    """Whether the circuit computes this instruction's result so far: the opcodes above, and
+    loads other than indexed ones."""
+    if ins.op == Op.LD:
+        return not ins.mod & INDEXED
+    return ins.op in SUPPORTED_OPS
 MULTIPLYING_OPS = (Op.MUL, Op.MAD)
-
-
-def field_is(slot: int, field: str, value: int) -> tuple:
-    """Literals: the slot's instruction field holds `value`."""
-    return tuple((d, value >> i & 1) for i, d in enumerate(instr_bits(slot, field)))
-
-
-def op_is(slot: int, op: Op) -> tuple:
-    return field_is(slot, "op", int(op))
 
 
 def any_op(g: Graph, name: str, slot: int, ops: tuple[Op, ...]) -> None:
     """A 1-dim flag: the slot's opcode is one of `ops`."""
     g.feature(name, 1)
     g.rule_group(name, [Rule(EXEC + op_is(slot, op), (((name, 0), 1),)) for op in ops])
-
-
-def reg_bank(g: Graph, lane: int, name: str) -> None:
-    """A copy of lane `lane`'s register file, kept current by VAL frames."""
-    g.bank(name, REG_ROWS, "bits")
-    g.write(name, WB_REG, parts=[Part("byte1")] + DATA_TAPS, enable=("wb.lane", lane))
-
-
-def pred_bank(g: Graph, lane: int, name: str) -> None:
-    g.bank(name, PRED_ROWS, "bits")
-    g.write(name, WB_PRED, parts=[Part(f"wb.pv{lane}")], enable=("pwm1", lane))
 
 
 def _patch(g: Graph, name: str, slot: int, target: Callable[[int], str], width: int,
@@ -110,11 +101,23 @@ def _patch(g: Graph, name: str, slot: int, target: Callable[[int], str], width: 
             for j in js for i in range(width) for new in (0, 1)] + extra(lane))
 
 
+def port_source(s: int, port: str) -> tuple[str, Dim]:
+    """The instruction field naming a port's register and the dim that enables its read. In a
+    memory slot an access reads port b only as r0 (so the adder forms a + imm, the address) and
+    its value register (field b) through port v."""
+    if SLOT_UNITS[s] == "memory" and port in "bv":
+        return "b", (f"x{s}.rd{port}", 0)
+    return port, kind_dim("exec")
+
+
 def operands(g: Graph, s: int) -> None:
     """Addresses, reads and in-block patches of slot s's register operands."""
+    if SLOT_UNITS[s] == "memory":
+        access_flags(g, s)
     for port in PORTS[SLOT_UNITS[s]]:
+        field, enable = port_source(s, port)
         # row = (warp, register): the field's bits, then the EXEC token's warp
-        addr = Address(tuple(instr_bits(s, port)) + bits_of("wrp1", 2), kind_dim("exec"))
+        addr = Address(tuple(instr_bits(s, field)) + bits_of("wrp1", 2), enable)
         for lane in LANES:
             reg_bank(g, lane, f"regs.{lane}.{s}{port}")
             g.feature(f"x{s}.{port}{lane}", WORD, accumulate=True)
@@ -124,18 +127,38 @@ def operands(g: Graph, s: int) -> None:
         extra = immediate(s) if port == "b" else (lambda lane: [])
         if s:
             _patch(g, f"x{s}.{port}", s, lambda lane, port=port: f"x{s}.{port}{lane}", WORD,
-                   lambda j, port=port: [field_is(s, port, r) + field_is(j, "d", r)
-                                         for r in range(limits.NUM_REGS)],
+                   lambda j, field=field, enable=enable: [
+                       ((enable, 1),) + field_is(s, field, r) + field_is(j, "d", r)
+                       for r in range(limits.NUM_REGS)],
                    "x{j}.wr{lane}", "x{j}.res{lane}", extra)
         elif port == "b":
             g.rule_group(f"x{s}.imm", [r for lane in LANES for r in extra(lane)])
 
 
+VALUE_OPS = (Op.ST, Op.ATOMG, Op.ATOMS)  # accesses that read a value register (field b)
+
+
+def access_flags(g: Graph, s: int) -> None:
+    """x{s}.adr: the slot accesses memory (its adder forms the address a + imm);
+    x{s}.rdb / x{s}.rdv: port b / port v read their register."""
+    for f in ("adr", "rdb", "rdv"):
+        g.feature(f"x{s}.{f}", 1)
+    rules = [Rule(EXEC, (((f"x{s}.rdb", 0), 1),))]
+    for op, space in ACCESSES:
+        rules.append(Rule(EXEC + access_is(s, op, space),
+                          (((f"x{s}.adr", 0), 1), ((f"x{s}.rdb", 0), -1))
+                          + ((((f"x{s}.rdv", 0), 1),) if op in VALUE_OPS else ())))
+    g.rule_group(f"x{s}.access", rules)
+
+
 def immediate(s: int) -> Callable[[int], list[Rule]]:
-    """Rules adding slot s's immediate to port b of a lane when ``bi``."""
+    """Rules adding slot s's immediate to port b of a lane when ``bi`` or when the slot
+    accesses memory (the immediate is the address offset)."""
     bi, imm = instr_bits(s, "bi")[0], instr_bits(s, "imm")
-    return lambda lane: [Rule(EXEC + ((bi, 1), (imm[i], 1)), (((f"x{s}.b{lane}", i), 1),))
-                         for i in range(WORD)]
+    whens = [((bi, 1),)] + ([((bi, 0), ((f"x{s}.adr", 0), 1))]
+                            if SLOT_UNITS[s] == "memory" else [])
+    return lambda lane: [Rule(EXEC + when + ((imm[i], 1),), (((f"x{s}.b{lane}", i), 1),))
+                         for when in whens for i in range(WORD)]
 
 
 def guard(g: Graph, s: int) -> None:
@@ -373,3 +396,6 @@ def build_slots(g: Graph) -> None:
         alu(g, s)
         special(g, s)
         shifts(g, s)
+        memory.param_load(g, s)
+        if SLOT_UNITS[s] == "memory":
+            memory.memory_unit(g, s)

@@ -20,6 +20,7 @@ from __future__ import annotations
 from qgpu import limits, rom
 from qgpu.circuit.gpu.encoding import FIELDS, KINDS, SHAPE_BITS
 from qgpu.compiler.graph import Address, Dim, Graph, Part, Rule
+from qgpu.isa import Op, Space
 
 DATA_TAPS = [Part(f"d{k}", k, 8 * k) for k in range(1, 4)]
 """Bytes 1..3 of a header's frame: the data tokens 1..3 places before it."""
@@ -77,15 +78,22 @@ BLOCK = bits_of("blk1", 7)  # the block an EXEC or ROM token names
 CUR_WARP = bits_of("cur.wm", 2)  # the warp of the last EXEC (write-back frames are its)
 
 
+VALUE = [Part("byte1")] + DATA_TAPS  # a frame's 32-bit value: header byte and data tokens
+
+
+def param_bank(g: Graph, name: str) -> None:
+    """A copy of the parameter words (row = word), filled by the prompt's PARAM frames."""
+    g.bank(name, limits.PARAM_WORDS, "bits")
+    g.write(name, Address(bits_of("pword", 4)), parts=VALUE, enable=kind_dim("param"))
+
+
 def prompt(g: Graph) -> None:
     """Banks the prompt fills: ROM parts, parameter words, launch shape."""
     for s, p, _ in rom_parts():
         bank = f"rom.{s}.{p}"
         g.bank(bank, limits.ROM_BLOCKS, "bits")
         g.write(bank, Address(BLOCK), parts=PART_TAPS, enable=("romsel", s * rom.PARTS + p))
-    g.bank("param", limits.PARAM_WORDS, "bits")
-    g.write("param", Address(bits_of("pword", 4)), parts=[Part("byte1")] + DATA_TAPS,
-            enable=kind_dim("param"))
+    param_bank(g, "param")
     for kind, fields in (("block", ("bx", "by")), ("grid", ("gx", "gy")), ("shared", ("shw",))):
         g.bank(f"cfg.{kind}", 1, "bits")
         offsets = [0, SHAPE_BITS]
@@ -137,30 +145,50 @@ def writeback(g: Graph) -> None:
              ((("wb.lane", lane), 1),)) for lane in LANES
     ])
     for lane in LANES:
-        g.bank(f"regs.{lane}", REG_ROWS, "bits")
-        g.write(f"regs.{lane}", WB_REG, parts=[Part("byte1")] + DATA_TAPS,
-                enable=("wb.lane", lane))
-
-    for lane in LANES:
+        reg_bank(g, lane, f"regs.{lane}")
         g.feature(f"wb.pv{lane}", 1)
         g.rule_group(f"wb.pv{lane}", [Rule(((("pvl1", lane), 1),), (((f"wb.pv{lane}", 0), 1),))])
-        g.bank(f"preds.{lane}", PRED_ROWS, "bits")
-        g.write(f"preds.{lane}", WB_PRED, parts=[Part(f"wb.pv{lane}")],
-                enable=("pwm1", lane))
-
+        pred_bank(g, lane, f"preds.{lane}")
     g.feature("wb.allocated", 1)
     g.rule_group("wb.allocated", [Rule(((kind_dim("mem"), 1),), ((("wb.allocated", 0), 1),))])
-    value = [Part("byte1")] + DATA_TAPS
-    g.bank("gmem", MEM_ROWS, "bits")
-    row = Address(bits_of("mrow1", 7))
-    g.write("gmem", row, parts=value + [Part("wb.allocated", 0, ALLOCATED_BIT)],
-            enable=("mspace", 0))
-    g.bank("smem", MEM_ROWS, "bits")
-    g.write("smem", row, parts=value, enable=("mspace", 1))
+    global_bank(g, "gmem")
+    shared_bank(g, "smem")
     for lane in LANES:
-        g.bank(f"lmem.{lane}", LOCAL_ROWS, "bits")
-        g.write(f"lmem.{lane}", Address(bits_of("mrow1", 4) + CUR_WARP), parts=value,
-                enable=("mspace", 2 + lane))
+        local_bank(g, lane, f"lmem.{lane}")
+
+
+def reg_bank(g: Graph, lane: int, name: str) -> None:
+    """A copy of lane `lane`'s register file (row = (warp, register)), kept by VAL frames."""
+    g.bank(name, REG_ROWS, "bits")
+    g.write(name, WB_REG, parts=VALUE, enable=("wb.lane", lane))
+
+
+def pred_bank(g: Graph, lane: int, name: str) -> None:
+    """A copy of lane `lane`'s predicates (row = (warp, predicate)), kept by PRED frames."""
+    g.bank(name, PRED_ROWS, "bits")
+    g.write(name, WB_PRED, parts=[Part(f"wb.pv{lane}")], enable=("pwm1", lane))
+
+
+MEM_ROW = Address(bits_of("mrow1", 7))  # the word a MEM frame names
+
+
+def global_bank(g: Graph, name: str) -> None:
+    """A copy of global memory: row = word, the value and then the allocated flag (bit 32)."""
+    g.bank(name, MEM_ROWS, "bits")
+    g.write(name, MEM_ROW, parts=VALUE + [Part("wb.allocated", 0, ALLOCATED_BIT)],
+            enable=("mspace", 0))
+
+
+def shared_bank(g: Graph, name: str) -> None:
+    g.bank(name, limits.SHARED_WORDS, "bits")
+    g.write(name, MEM_ROW, parts=VALUE, enable=("mspace", 1))
+
+
+def local_bank(g: Graph, lane: int, name: str) -> None:
+    """A copy of lane `lane`'s local memory: row = (warp, word)."""
+    g.bank(name, LOCAL_ROWS, "bits")
+    g.write(name, Address(bits_of("mrow1", 4) + CUR_WARP), parts=VALUE,
+            enable=("mspace", 2 + lane))
 
 
 def fetch(g: Graph) -> None:
@@ -178,6 +206,30 @@ def instr_bits(slot: int, field: str) -> list[Dim]:
         part, i = divmod(bit, rom.PART_BITS)
         out.append((f"ins{slot}.{part}", i))
     return out
+
+
+EXEC = ((kind_dim("exec"), 1),)
+
+
+def field_is(slot: int, field: str, value: int) -> tuple:
+    """Literals: the slot's instruction field holds `value`."""
+    return tuple((d, value >> i & 1) for i, d in enumerate(instr_bits(slot, field)))
+
+
+def op_is(slot: int, op: Op) -> tuple:
+    return field_is(slot, "op", int(op))
+
+
+ACCESSES = ((Op.LD, Space.GLOBAL), (Op.LD, Space.SHARED), (Op.LD, Space.LOCAL),
+            (Op.ST, Space.GLOBAL), (Op.ST, Space.SHARED), (Op.ST, Space.LOCAL),
+            (Op.ATOMG, None), (Op.ATOMS, None))  # fmt: skip
+"""The memory accesses of a memory slot (an atomic's space is its opcode's)."""
+
+
+def access_is(s: int, op: Op, space: Space | None) -> tuple:
+    """Literals: slot s holds `op` on `space` (mod bits 0-1; None: any)."""
+    mod = instr_bits(s, "mod")
+    return op_is(s, op) + (() if space is None else ((mod[0], space & 1), (mod[1], space >> 1)))
 
 
 def build(*, execute: bool = True) -> Graph:
