@@ -608,6 +608,21 @@ def _step_digits(count: str, k: int, top: int, digits: Callable[[int], list[tupl
     return rules
 
 
+def popcount(g: Graph, name: str, a: str, out: str, *, when: When = ()) -> None:
+    """out (bits) += the number of set bits of a: each set bit adds 1 to a count dim
+    ``{name}.n`` (layer 1), count steps write its binary digits (layer 2).
+    Exact: a 0/1 of n <= COUNT_MAX bits, out 0 where it is written (wide enough for n).
+    Cost: n | 2n neurons. 2 layers."""
+    n = _feature(g, a).size
+    count = f"{name}.n"
+    g.feature(count, 1)
+    w = tuple(when)
+    g.rule_group(count, [Rule(w + (((a, i), 1),), (((count, 0), 1),)) for i in range(n)])
+    width = _feature(g, out).size
+    g.rule_group(name, _step_digits(count, 0, n, lambda v: [((out, d), 1) for d in range(width)
+                                                             if v >> d & 1]))
+
+
 def mul_bits(g: Graph, name: str, a: str, b: str, out: str, *, addend: str | None = None,
              when: When = ()) -> None:
     """out = (a * b [+ addend]) mod 2^n on n-bit values (the low half of the product):

@@ -15,7 +15,7 @@ from tests.circuit.test_gpu_writeback import launch_stream
 KERNELS = ("dot", "vec_max", "index_2d", "copy", "reduce_multiblock", "minmax_abs", "count_if",
            "bits_shift_var", "xorshift32", "divergent_if_else", "gray_code", "bits_masks",
            "reduce_sum", "nested_loops", "loop_break_continue", "dot_shared",
-           "matmul4_regs")  # fmt: skip
+           "matmul4_regs", "bits_popc_clz")  # fmt: skip
 """Launches with several warps and thread blocks, 2-D shapes, divergence and loops."""
 
 

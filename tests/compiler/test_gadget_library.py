@@ -396,6 +396,13 @@ def shift_ref(t: Inputs) -> Inputs:
     return {"shl": bits(a << s, 5), "shr": bits(a >> s, 5), "sra": bits(sgn(a, 5) >> s, 5)}
 
 
+def popcount(g: Graph, p: Namer) -> None:
+    g.feature(p("a"), 7, "bits", token_input=True)
+    g.feature(p("on"), 1, "bits", token_input=True)
+    g.feature(p("n"), 3, "bits")
+    gd.popcount(g, p("pc"), p("a"), p("n"), when=(((p("on"), 0), 1),))
+
+
 def _word(n: int) -> Callable[[int], list[int]]:
     return lambda v: word(v, n)
 
@@ -427,6 +434,9 @@ CASES = [
     Case("add_sub_bits4_carry", add_sub(4, carry=True), pairs(4, _bits(4), True),
          add_sub_ref(4)),
     Case("add_sub_bits32_random", add_sub(32), samples(32, _bits(32), ROWS, 1), add_sub_ref(32)),
+    Case("popcount7", popcount, [{"a": bits(v, 7), "on": [on]} for v in range(128)
+                                 for on in (0, 1)],
+         lambda t: {"n": bits(t["on"][0] * bin(val(t["a"])).count("1"), 3)}),
     Case("mul_bits5", mul(5), with_addend(5, pairs(5, _bits(5))), mul_ref(5)),
     Case("mul_bits32_random", mul(32), with_addend(32, samples(32, _bits(32), ROWS, 3)),
          mul_ref(32)),

@@ -56,7 +56,8 @@ REG_WRITING_OPS = tuple(op for op in Op if op not in PRED_DEST_OPS and op != Op.
 SUBTRACTING_OPS = (Op.SUB, Op.SETP, Op.MIN, Op.MAX, Op.MINU, Op.MAXU)
 SUPPORTED_OPS = frozenset({Op.ADD, Op.SUB, Op.AND, Op.OR, Op.XOR, Op.NOT, Op.SETP, Op.MIN,
                            Op.MAX, Op.MINU, Op.MAXU, Op.S2R, Op.SHL, Op.SHR,
-                           Op.SRA, Op.MUL, Op.MAD})  # fmt: skip
+                           Op.SRA, Op.MUL, Op.MAD, Op.NEG, Op.ABS, Op.POPC, Op.CLZ,
+                           Op.BREV})  # fmt: skip
 """Opcodes whose results the circuit computes so far (the rest is the next step)."""
 
 
@@ -343,6 +344,47 @@ def special(g: Graph, s: int) -> None:
         g.rule_group(f"{res}.s2r", rules)
 
 
+def bit_units(g: Graph, s: int) -> None:
+    """NEG, ABS, POPC, CLZ and BREV per lane, from a's bits alone (one or two layers each).
+
+    Negation: -a keeps a's bits up to its lowest set bit and flips the ones above, so result bit
+    i is a_i XOR "a has a set bit below i", written as one rule per possible lowest set bit j < i
+    (they exclude each other); ABS negates when a's sign bit is set (``x{s}.ng``) and copies a
+    otherwise. CLZ: one rule per highest set bit (and one for a == 0). BREV: wires."""
+    for lane in LANES:
+        a, res = f"x{s}.a{lane}", f"x{s}.res{lane}"
+        run = ((f"x{s}.ex{lane}", 0), 1)
+        ng = f"x{s}.ng{lane}"
+        g.feature(ng, 1)
+        g.rule_group(ng, [Rule((run,) + op_is(s, Op.NEG), (((ng, 0), 1),)),
+                          Rule((run,) + op_is(s, Op.ABS) + (((a, WORD - 1), 1),),
+                               (((ng, 0), 1),))])
+
+        def below_zero(i: int, a: str = a) -> tuple:
+            return tuple(((a, k), 0) for k in range(i))
+
+        rules = [Rule((run,) + op_is(s, Op.ABS) + (((a, WORD - 1), 0), ((a, i), 1)),
+                      (((res, i), 1),)) for i in range(WORD)]
+        for i in range(WORD):
+            on = (((ng, 0), 1),)
+            rules.append(Rule(on + below_zero(i) + (((a, i), 1),), (((res, i), 1),)))
+            rules += [Rule(on + below_zero(j) + (((a, j), 1), ((a, i), 0)), (((res, i), 1),))
+                      for j in range(i)]
+        g.rule_group(f"{res}.neg", rules)
+        gd.popcount(g, f"{res}.popc", a, res, when=(run,) + op_is(s, Op.POPC))
+
+        def digits(v: int, res: str = res) -> tuple:
+            return tuple(((res, d), 1) for d in range(6) if v >> d & 1)
+
+        clz = [Rule((run,) + op_is(s, Op.CLZ) + tuple(((a, k), 0) for k in range(j + 1, WORD))
+                    + (((a, j), 1),), digits(WORD - 1 - j)) for j in range(WORD - 1)]
+        clz.append(Rule((run,) + op_is(s, Op.CLZ) + tuple(((a, k), 0) for k in range(WORD)),
+                        digits(WORD)))
+        brev = [Rule((run,) + op_is(s, Op.BREV) + (((a, WORD - 1 - i), 1),), (((res, i), 1),))
+                for i in range(WORD)]
+        g.rule_group(f"{res}.clz", clz + brev)
+
+
 SHIFTS = (Op.SHL, Op.SHR, Op.SRA)
 
 
@@ -396,6 +438,7 @@ def build_slots(g: Graph) -> None:
         alu(g, s)
         special(g, s)
         shifts(g, s)
+        bit_units(g, s)
         memory.param_load(g, s)
         if SLOT_UNITS[s] == "memory":
             memory.memory_unit(g, s)
