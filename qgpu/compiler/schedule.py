@@ -114,6 +114,8 @@ def schedule(g: Graph, shape: LayerShape) -> Schedule:
     that are dead (cleared by extra rules)."""
     order = node_order(g)
     io = {node: _node_io(g, node, shape) for node in order}
+    # banks nothing in the circuit reads (the host reads them) take the heads left over
+    order = [n for n in order if io[n][1]] + [n for n in order if not io[n][1]]
     place: dict[tuple[str, str], int] = {}
     used: dict[tuple[str, int], int] = {}  # (kind, sublayer) -> neurons or heads taken
     ready: dict[str, int] = {n: -1 for n, f in g.features.items() if f.token_input}

@@ -8,7 +8,7 @@ from qgpu import limits
 from qgpu import tokens as T
 from qgpu.circuit.gpu import encoding, execute, machine
 from qgpu.compiler.evaluate import Evaluator
-from qgpu.interp import MASK32, _compare, alu
+from qgpu.interp import MASK32, _compare, _plop, alu
 from qgpu.isa import Op, Space, guard_parts
 from tests.circuit.test_gpu_writeback import launch_stream
 
@@ -50,14 +50,15 @@ def test_slots_compute_what_the_machine_computes(graph, name: str) -> None:
             gp = guard_parts(ins.guard)
             for ln in range(limits.WARP_LANES):
                 if gp is not None and (ln, "p", gp[0]) in unknown:
-                    unknown.add((ln, "r", ins.d) if ins.op != Op.SETP else (ln, "p", ins.d))
+                    unknown.add((ln, "p" if ins.op in (Op.SETP, Op.PLOP) else "r", ins.d))
                     continue
                 ex = bool(rec.mask >> ln & 1) and (gp is None or p[(ln, gp[0])] != gp[1])
                 assert vals[f"x{s}.ex{ln}"] == [int(ex)], (name, rec.block, s, ln)
                 if not ex:
                     continue
                 if not execute.supported(ins) or \
-                        any((ln, "r", x) in unknown for x in ins.reads()):
+                        any((ln, "r", x) in unknown for x in ins.reads()) or \
+                        any((ln, "p", x) in unknown for x in ins.pred_reads()):
                     dest = "p" if ins.op in (Op.SETP, Op.PLOP) else "r"
                     unknown.add((ln, dest, ins.d))
                     continue
@@ -81,18 +82,23 @@ def test_slots_compute_what_the_machine_computes(graph, name: str) -> None:
                     if ins.d:
                         r[(ln, ins.d)] = want
                         unknown.discard((ln, "r", ins.d))
-                elif ins.op == Op.SETP:
-                    want = _compare(ins.mod, a, b)
+                elif ins.op in (Op.SETP, Op.PLOP):
+                    want = _compare(ins.mod, a, b) if ins.op == Op.SETP else \
+                        _plop(ins, [p[(ln, i)] for i in range(limits.NUM_PREDS)])
                     assert vals[f"x{s}.pres{ln}"] == [int(want)], (name, rec.block, s, ln)
                     p[(ln, ins.d)] = want
                     unknown.discard((ln, "p", ins.d))
                 else:
-                    want = alu(ins.op, a, b, r[(ln, ins.c)]) & MASK32
+                    if ins.op == Op.SEL:
+                        want = a if p[(ln, ins.c)] != bool(ins.mod & 1) else b
+                    else:
+                        want = alu(ins.op, a, b, r[(ln, ins.c)]) & MASK32
                     assert value(vals[f"x{s}.res{ln}"]) == want, (name, rec.block, s, ln, ins)
                     if ins.d:
                         r[(ln, ins.d)] = want
                         unknown.discard((ln, "r", ins.d))
-                assert vals[f"x{s}.wr{ln}"] == [int(ins.op != Op.SETP and ins.d != 0)]
+                assert vals[f"x{s}.wr{ln}"] == [int(ins.op not in (Op.SETP, Op.PLOP)
+                                                    and ins.d != 0)]
                 checked += 1
         for ln, reg, v in rec.regs:
             regs[(*key, ln, reg)] = v & MASK32

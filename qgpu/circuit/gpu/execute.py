@@ -23,6 +23,7 @@ costs those slots four layers and no second adder.
 
 from __future__ import annotations
 
+import itertools
 import operator
 from collections.abc import Callable
 
@@ -57,7 +58,7 @@ SUBTRACTING_OPS = (Op.SUB, Op.SETP, Op.MIN, Op.MAX, Op.MINU, Op.MAXU)
 SUPPORTED_OPS = frozenset({Op.ADD, Op.SUB, Op.AND, Op.OR, Op.XOR, Op.NOT, Op.SETP, Op.MIN,
                            Op.MAX, Op.MINU, Op.MAXU, Op.S2R, Op.SHL, Op.SHR,
                            Op.SRA, Op.MUL, Op.MAD, Op.NEG, Op.ABS, Op.POPC, Op.CLZ,
-                           Op.BREV})  # fmt: skip
+                           Op.BREV, Op.SEL, Op.PLOP})  # fmt: skip
 """Opcodes whose results the circuit computes so far (the rest is the next step)."""
 
 
@@ -190,6 +191,60 @@ def guard(g: Graph, s: int) -> None:
             rules.append(Rule(active + field_is(s, "guard", 1 + limits.NUM_PREDS + p)
                               + ((pg[0], 0),), (((ex, 0), 1),)))
         g.rule_group(ex, rules)
+
+
+def pred_ports(g: Graph, s: int) -> None:
+    """Predicate operands: x{s}.px{lane} = SEL's predicate c or PLOP's a, x{s}.py{lane} =
+    PLOP's b — read per lane at (warp, predicate) and patched from earlier slots like the
+    guard. Port x's predicate number is a rule's choice between the two fields."""
+    index, on_x, on_y = f"x{s}.pxi", f"x{s}.pxe", f"x{s}.pye"
+    g.feature(index, 2)
+    g.feature(on_x, 1)
+    g.feature(on_y, 1)
+    c, a = instr_bits(s, "c"), instr_bits(s, "a")
+    g.rule_group(index, [Rule(EXEC + op_is(s, Op.SEL) + ((c[i], 1),), (((index, i), 1),))
+                         for i in range(2)]
+                 + [Rule(EXEC + op_is(s, Op.PLOP) + ((a[i], 1),), (((index, i), 1),))
+                    for i in range(2)]
+                 + [Rule(EXEC + op_is(s, Op.SEL), (((on_x, 0), 1),)),
+                    Rule(EXEC + op_is(s, Op.PLOP), (((on_x, 0), 1), ((on_y, 0), 1)))])
+    for port, bits, on in (("px", bits_of(index, 2), on_x),
+                           ("py", tuple(instr_bits(s, "b")[:2]), on_y)):
+        addr = Address(bits + bits_of("wrp1", 2), (on, 0))
+        for lane in LANES:
+            pred_bank(g, lane, f"preds.{lane}.{s}{port}")
+            g.feature(f"x{s}.{port}{lane}", 1, accumulate=True)
+            g.read(f"preds.{lane}.{s}{port}", addr, f"x{s}.{port}{lane}")
+        if s:
+            _patch(g, f"x{s}.{port}", s, lambda lane, port=port: f"x{s}.{port}{lane}", 1,
+                   lambda j, bits=bits, on=on: [
+                       (((on, 0), 1),) + tuple((d, p >> i & 1) for i, d in enumerate(bits))
+                       + field_is(j, "d", p) for p in range(limits.NUM_PREDS)],
+                   "x{j}.pwr{lane}", "x{j}.pres{lane}")
+
+
+def select_units(g: Graph, s: int) -> None:
+    """SEL: d = P ? a : B with P = predicate c, negated by mod bit 0. PLOP: predicate d =
+    ([!]pred a) AND / OR / XOR ([!]pred b), mod = op | neg_a << 2 | neg_b << 3."""
+    mod = instr_bits(s, "mod")
+    for lane in LANES:
+        a, b, res = f"x{s}.a{lane}", f"x{s}.b{lane}", f"x{s}.res{lane}"
+        run = ((f"x{s}.ex{lane}", 0), 1)
+        x, y = (f"x{s}.px{lane}", 0), (f"x{s}.py{lane}", 0)
+        rules = [Rule((run,) + op_is(s, Op.SEL) + ((x, p), (mod[0], neg), ((src, i), 1)),
+                      (((res, i), 1),))
+                 for p in (0, 1) for neg in (0, 1) for i in range(WORD)
+                 for src in ((a,) if p != neg else (b,))]
+        g.rule_group(f"{res}.sel", rules)
+        plop = []
+        for op, fn in ((0, operator.and_), (1, operator.or_), (2, operator.xor)):
+            for na, nb, pa, pb in itertools.product((0, 1), repeat=4):
+                if fn(pa ^ na, pb ^ nb):
+                    plop.append(Rule((run,) + op_is(s, Op.PLOP)
+                                     + ((mod[0], op & 1), (mod[1], op >> 1), (mod[2], na),
+                                        (mod[3], nb), (x, pa), (y, pb)),
+                                     (((f"x{s}.pres{lane}", 0), 1),)))
+        g.rule_group(f"x{s}.plop{lane}", plop)
 
 
 def writes(g: Graph, s: int) -> None:
@@ -439,6 +494,8 @@ def build_slots(g: Graph) -> None:
         special(g, s)
         shifts(g, s)
         bit_units(g, s)
+        pred_ports(g, s)
+        select_units(g, s)
         memory.param_load(g, s)
         if SLOT_UNITS[s] == "memory":
             memory.memory_unit(g, s)
