@@ -33,7 +33,8 @@ token                      meaning                                              
 ``cta:C``                  thread block C (C >= 1) starts                          generated
 ``val:rR:L:X``             register R of lane L (or every active lane: ``all``)    generated
                            gets the frame's value, byte 0 = X
-``pred:pP:W:V``            predicate P of the lanes in mask W gets the bits V      generated
+``prow:X``                 the current warp's predicate row (bit 4L+P: predicate   generated
+                           P of lane L; 16 bits), byte 0 = X
 ``end`` / ``fault:KIND``   the launch finished / stopped on a fault                generated
 =========================  ======================================================  ==========
 
@@ -127,9 +128,7 @@ def vocabulary() -> list[str]:
     lanes = [*map(str, range(limits.WARP_LANES)), LANE_ALL]
     out += [name(f"val:r{r}:{ln}:{x}") for r in range(1, limits.NUM_REGS) for ln in lanes
             for x in bytes_]  # fmt: skip
-    out += [name(f"pred:p{p}:{w}:{v}") for p in range(limits.NUM_PREDS)
-            for w in range(1, 1 << limits.WARP_LANES) for v in range(1 << limits.WARP_LANES)
-            if v & ~w == 0]  # fmt: skip
+    out += [name(f"prow:{x}") for x in bytes_]
     return out
 
 
@@ -195,10 +194,19 @@ def _lanes(mask: int) -> list[int]:
     return [ln for ln in range(limits.WARP_LANES) if mask >> ln & 1]
 
 
-def block_tokens(rec: TraceRecord, live: rom.Live) -> list[str]:
+def pred_row(preds: Iterable[tuple[int, int, bool]], row: int = 0) -> int:
+    """A warp's predicate row (bit 4 * lane + predicate) after these writes."""
+    for ln, p, v in preds:
+        bit = 1 << (limits.NUM_PREDS * ln + p)
+        row = row | bit if v else row & ~bit
+    return row
+
+
+def block_tokens(rec: TraceRecord, live: rom.Live, row: int) -> list[str]:
     """EXEC and the write-back frames of one executed block, in the protocol's order:
     live registers ascending (one frame for all active lanes when they all wrote one value,
-    else one per lane), live predicates ascending, memory words in row order."""
+    else one per lane), the warp's predicate row `row` (as the model holds it after the block)
+    if the block wrote a live predicate, memory words in row order."""
     out = [name(f"exec:{rec.block}:w{rec.warp}:m{rec.mask}")]
     for r in range(1, limits.NUM_REGS):
         writes = {ln: v for ln, reg, v in rec.regs if reg == r}
@@ -209,12 +217,8 @@ def block_tokens(rec: TraceRecord, live: rom.Live) -> list[str]:
         else:
             for ln in sorted(writes):
                 out += frame(f"val:r{r}:{ln}:{{}}", writes[ln])
-    for p in range(limits.NUM_PREDS):
-        writes = {ln: v for ln, pp, v in rec.preds if pp == p}
-        if writes and live.preds >> p & 1:
-            wmask = sum(1 << ln for ln in writes)
-            vals = sum(1 << ln for ln, v in writes.items() if v)
-            out.append(name(f"pred:p{p}:{wmask}:{vals}"))
+    if any(live.preds >> p & 1 for _, p, _ in rec.preds):
+        out += frame("prow:{}", row)
     rows = sorted(((memory_row(sp, a), v) for sp, a, v in rec.mem), key=lambda t: _row_order(t[0]))
     for row, v in rows:
         out += frame(f"mem:{row}:{{}}", v)
@@ -226,11 +230,13 @@ def expected_tokens(program: Program, trace: list[TraceRecord]) -> list[str]:
     live = rom.live_out(program)
     out: list[str] = []
     cta = 0
+    rows = [0] * limits.MAX_WARPS  # the model's predicate rows: kept across thread blocks
     for rec in trace:
         if rec.cta != cta:
             cta = rec.cta
             out.append(name(f"cta:{cta}"))
-        out += block_tokens(rec, live[rec.block])
+        rows[rec.warp] = pred_row(rec.preds, rows[rec.warp])
+        out += block_tokens(rec, live[rec.block], rows[rec.warp])
     return out + [name("end")]
 
 
@@ -252,7 +258,7 @@ class Event:
         return what if self.value is None else f"{what} = {self.value}"
 
 
-_PAYLOAD = frozenset({"param", "mem", "val"})
+_PAYLOAD = frozenset({"param", "mem", "val", "prow"})
 
 
 def decode(tokens: Iterable[str]) -> list[Event]:

@@ -13,11 +13,11 @@ from qgpu.interp import run_program
 
 def test_vocabulary_is_unique_and_parses() -> None:
     vocab = T.vocabulary()
-    assert len(vocab) == len(set(vocab)) == 99_710
+    assert len(vocab) == len(set(vocab)) == 99_646
     assert all(T.name(T.body(t)) == t for t in vocab)
     names = set(vocab)
     for seq in (T.frame("val:r5:all:{}", 0xDEADBEEF), T.frame("mem:s3:{}", 7),
-                T.part_frame("rom:127:4:2", 0xABCDEF)):
+                T.part_frame("rom:127:4:2", 0xABCDEF), T.frame("prow:{}", 0xFFFF)):
         assert set(seq) <= names
 
 
@@ -116,7 +116,8 @@ def test_memory_rows_cover_every_space() -> None:
 
 
 def test_predicates_and_uniform_values() -> None:
-    """A divergent write is per lane; a uniform one is one frame; predicates carry masks."""
+    """A divergent write is per lane; a uniform one is one frame; predicates go back as the
+    warp's whole predicate row."""
     from qgpu.isa import Block, Cmp, Instr, Op, Program, SReg, Term, TermKind
 
     def imm(op, d, a, v, **kw):
@@ -135,5 +136,8 @@ def test_predicates_and_uniform_values() -> None:
     events = [str(e) for e in T.decode(T.expected_tokens(prog, run.trace))]
     assert events[:5] == ["exec:0:w0:m15", "val:r1:0 = 0", "val:r1:1 = 1", "val:r1:2 = 2",
                           "val:r1:3 = 3"]
-    assert "val:r2:all = 9" in events and "pred:p2:15:3" in events
+    # p2 holds for lanes 0 and 1: bits 4 * lane + 2 of the warp's predicate row (one token,
+    # as lanes 2-3 have none set)
+    assert "val:r2:all = 9" in events and "prow = 68" in events
+    assert T.pred_row([(3, 1, True), (0, 0, True), (0, 0, False)], 0b1) == 1 << 13
     assert "val:r4:0 = 1" in events and "val:r4:1 = 1" in events  # guarded by p2: lanes 0, 1

@@ -57,6 +57,12 @@ def test_banks_equal_the_machine_after_the_launch(name: str) -> None:
         ev.step(encoding.features(token))
     for (lane, w, r), v in expected_registers(launch, run).items():
         assert value(ev.memory[f"regs.{lane}"][w * limits.NUM_REGS + r][:32]) == v, (lane, w, r)
+    live, rows, sent = rom.live_out(launch.program), [0] * limits.MAX_WARPS, {}
+    for rec in run.trace:  # predicate rows: the last row a block with live predicates sent
+        rows[rec.warp] = T.pred_row(rec.preds, rows[rec.warp])
+        if any(live[rec.block].preds >> p & 1 for _, p, _ in rec.preds):
+            sent[rec.warp] = rows[rec.warp]
+    assert {w: value(ev.memory["preds"][w][:16]) for w in sent} == sent
     for rec in run.trace:  # shared and local words: the last value the launch wrote
         for space, addr, _ in rec.mem:
             row = T.memory_row(space, addr)
@@ -80,5 +86,6 @@ def test_banks_equal_the_machine_after_the_launch(name: str) -> None:
 
 @pytest.mark.parametrize("dtype,step", MODES)
 def test_compiled_layers_match_the_evaluator(dtype: str, step: bool) -> None:
-    _, _, stream = launch_stream("dot")
+    _, _, stream = launch_stream("shfl_broadcast")  # register, memory and predicate-row frames
+    assert any(T.body(t).startswith("prow") for t in stream)
     assert_exact(machine.build(execute=False), [encoding.features(t) for t in stream], dtype, step)

@@ -17,7 +17,7 @@ from qgpu import limits, rom
 from qgpu import tokens as T
 
 KINDS = ("go", "end", "fault", "d1", "d2", "d3", "rom", "param", "mem", "block", "grid",
-         "shared", "exec", "cta", "val", "pred")  # fmt: skip
+         "shared", "exec", "cta", "val", "prow")  # fmt: skip
 """Token kinds, the first selection field."""
 
 LANE_SELECT = (*range(limits.WARP_LANES), T.LANE_ALL)
@@ -51,9 +51,6 @@ FIELDS = (
     Field("cta", 4, "rails", True),
     Field("reg", 4, "rails", True),
     Field("lanesel", len(LANE_SELECT), "onehot", True),
-    Field("prd", 2, "rails", True),
-    Field("pwm", limits.WARP_LANES, "rails", True),
-    Field("pvl", limits.WARP_LANES, "rails", True),
     Field("mrow", 7, "rails", True),
     Field("mspace", len(SPACES), "onehot", True),
     Field("fault", len(T.FAULTS), "onehot", True),
@@ -137,8 +134,6 @@ def features(token: str) -> dict[str, list[int]]:
         lane = args[1]
         _set(out, "lanesel", LANE_SELECT.index(lane if lane == T.LANE_ALL else int(lane)))
         _set(out, "byte", int(args[2]))
-    elif kind == "pred":
-        _set(out, "prd", int(args[0][1:]))
-        _set(out, "pwm", int(args[1]))
-        _set(out, "pvl", int(args[2]))
+    elif kind == "prow":
+        _set(out, "byte", int(args[0]))
     return out

@@ -34,7 +34,6 @@ from qgpu.circuit.gpu.machine import (
     ACCESSES,
     EXEC,
     LANES,
-    PRED_ROWS,
     access_is,
     bits_of,
     field_is,
@@ -163,64 +162,58 @@ def immediate(s: int) -> Callable[[int], list[Rule]]:
                          for when in whens for i in range(WORD)]
 
 
+def pred_bit(lane: int, p: int) -> int:
+    """Where predicate p of a lane sits in a warp's predicate row."""
+    return limits.NUM_PREDS * lane + p
+
+
 def guard(g: Graph, s: int) -> None:
-    """x{s}.ex{lane}: the lane is active and its guard predicate allows the instruction."""
-    addr = f"x{s}.adg"
-    g.feature(addr, PRED_ROWS, "onehot")
-    g.rule_group(addr, [
-        Rule(EXEC + rails("wrp", 2, w) + field_is(s, "guard", v),
-             (((addr, w * limits.NUM_PREDS + (v - 1) % limits.NUM_PREDS), 1),))
-        for w in range(limits.MAX_WARPS) for v in range(1, 1 + 2 * limits.NUM_PREDS)])
-    for lane in LANES:
-        pred_bank(g, lane, f"preds.{lane}.{s}")
-        g.feature(f"x{s}.g{lane}", 1, accumulate=True)
-        g.read(f"preds.{lane}.{s}", addr, f"x{s}.g{lane}")
+    """x{s}.pr = the warp's predicate row (one read for every lane and predicate), patched with
+    the predicates earlier slots of the block wrote; x{s}.ex{lane}: the lane is active and its
+    guard predicate allows the instruction."""
+    row = f"x{s}.pr"
+    pred_bank(g, f"preds.{s}")
+    g.feature(row, limits.WARP_LANES * limits.NUM_PREDS, accumulate=True)
+    g.read(f"preds.{s}", Address(bits_of("wrp1", 2), kind_dim("exec")), row)
     if s:
-        _patch(g, f"x{s}.g", s, lambda lane: f"x{s}.g{lane}", 1,
-               lambda j: [field_is(s, "guard", v) + field_is(j, "d", (v - 1) % limits.NUM_PREDS)
-                          for v in range(1, 1 + 2 * limits.NUM_PREDS)],
-               "x{j}.pwr{lane}", "x{j}.pres{lane}")
+        patch = []
+        for lane in LANES:
+            for p in range(limits.NUM_PREDS):
+                bit = (row, pred_bit(lane, p))
+                for j in range(s):  # the latest earlier slot that wrote it wins
+                    latest = (((f"x{j}.pw{lane}", p), 1),) + tuple(
+                        ((f"x{m}.pw{lane}", p), 0) for m in range(j + 1, s))
+                    patch += [Rule(latest + (((f"x{j}.pres{lane}", 0), new), (bit, 1 - new)),
+                                   ((bit, 1 if new else -1),)) for new in (0, 1)]
+        g.rule_group(f"{row}.patch", patch)
     for lane in LANES:
-        ex, pg = f"x{s}.ex{lane}", ((f"x{s}.g{lane}", 0),)
+        ex = f"x{s}.ex{lane}"
         g.feature(ex, 1)
         active = EXEC + ((("msk1", lane), 1),)
         rules = [Rule(active + field_is(s, "guard", 0), (((ex, 0), 1),))]
         for p in range(limits.NUM_PREDS):
-            rules.append(Rule(active + field_is(s, "guard", 1 + p) + ((pg[0], 1),),
+            holds = (row, pred_bit(lane, p))
+            rules.append(Rule(active + field_is(s, "guard", 1 + p) + ((holds, 1),),
                               (((ex, 0), 1),)))
             rules.append(Rule(active + field_is(s, "guard", 1 + limits.NUM_PREDS + p)
-                              + ((pg[0], 0),), (((ex, 0), 1),)))
+                              + ((holds, 0),), (((ex, 0), 1),)))
         g.rule_group(ex, rules)
 
 
 def pred_ports(g: Graph, s: int) -> None:
-    """Predicate operands: x{s}.px{lane} = SEL's predicate c or PLOP's a, x{s}.py{lane} =
-    PLOP's b — read per lane at (warp, predicate) and patched from earlier slots like the
-    guard. Port x's predicate number is a rule's choice between the two fields."""
-    index, on_x, on_y = f"x{s}.pxi", f"x{s}.pxe", f"x{s}.pye"
-    g.feature(index, 2)
-    g.feature(on_x, 1)
-    g.feature(on_y, 1)
-    c, a = instr_bits(s, "c"), instr_bits(s, "a")
-    g.rule_group(index, [Rule(EXEC + op_is(s, Op.SEL) + ((c[i], 1),), (((index, i), 1),))
-                         for i in range(2)]
-                 + [Rule(EXEC + op_is(s, Op.PLOP) + ((a[i], 1),), (((index, i), 1),))
-                    for i in range(2)]
-                 + [Rule(EXEC + op_is(s, Op.SEL), (((on_x, 0), 1),)),
-                    Rule(EXEC + op_is(s, Op.PLOP), (((on_x, 0), 1), ((on_y, 0), 1)))])
-    for port, bits, on in (("px", bits_of(index, 2), on_x),
-                           ("py", tuple(instr_bits(s, "b")[:2]), on_y)):
-        addr = Address(bits + bits_of("wrp1", 2), (on, 0))
-        for lane in LANES:
-            pred_bank(g, lane, f"preds.{lane}.{s}{port}")
-            g.feature(f"x{s}.{port}{lane}", 1, accumulate=True)
-            g.read(f"preds.{lane}.{s}{port}", addr, f"x{s}.{port}{lane}")
-        if s:
-            _patch(g, f"x{s}.{port}", s, lambda lane, port=port: f"x{s}.{port}{lane}", 1,
-                   lambda j, bits=bits, on=on: [
-                       (((on, 0), 1),) + tuple((d, p >> i & 1) for i, d in enumerate(bits))
-                       + field_is(j, "d", p) for p in range(limits.NUM_PREDS)],
-                   "x{j}.pwr{lane}", "x{j}.pres{lane}")
+    """Predicate operands picked from the row: x{s}.px{lane} = SEL's predicate c or PLOP's a,
+    x{s}.py{lane} = PLOP's b."""
+    row, c, a, b = f"x{s}.pr", instr_bits(s, "c"), instr_bits(s, "a"), instr_bits(s, "b")
+    for lane in LANES:
+        rules = []
+        for port, op, field in (("px", Op.SEL, c), ("px", Op.PLOP, a), ("py", Op.PLOP, b)):
+            out = f"x{s}.{port}{lane}"
+            if out not in g.features:
+                g.feature(out, 1)
+            rules += [Rule(EXEC + op_is(s, op) + ((field[0], p & 1), (field[1], p >> 1),
+                                                   ((row, pred_bit(lane, p)), 1)),
+                           (((out, 0), 1),)) for p in range(limits.NUM_PREDS)]
+        g.rule_group(f"x{s}.pxy{lane}", rules)
 
 
 def select_units(g: Graph, s: int) -> None:
@@ -257,6 +250,10 @@ def writes(g: Graph, s: int) -> None:
                         for op in REG_WRITING_OPS])
         g.feature(pwr, 1)
         g.rule_group(pwr, [Rule(ex + op_is(s, op), (((pwr, 0), 1),)) for op in PRED_DEST_OPS])
+        pw = f"x{s}.pw{lane}"  # which predicate the lane wrote (one-hot, none)
+        g.feature(pw, limits.NUM_PREDS, "onehot")
+        g.rule_group(pw, [Rule(ex + op_is(s, op) + field_is(s, "d", p), (((pw, p), 1),))
+                          for op in PRED_DEST_OPS for p in range(limits.NUM_PREDS)])
 
 
 # relations of a - b from (Z = equal, C = no borrow, a31, b31)

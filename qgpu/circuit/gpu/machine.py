@@ -8,7 +8,7 @@ Built stage by stage; each stage adds features, memory banks and rule groups to 
   block), parameter words, the launch shape; every write is a conv1d frame (tokens.py);
 * ``state`` — the current warp, its active lanes and the thread block (written by EXEC and CTA
   tokens, read by every token);
-* ``writeback`` — VAL, PRED and MEM frames write the register files, predicates and memories
+* ``writeback`` — VAL, PROW and MEM frames write the register files, predicate rows and memories
   that later blocks read (and from which the host reads results);
 * ``fetch`` — an EXEC token reads its block's rows and decodes every slot's fields.
 
@@ -103,7 +103,6 @@ def prompt(g: Graph) -> None:
 
 
 REG_ROWS = limits.MAX_WARPS * limits.NUM_REGS  # a lane's register file: row = (warp, register)
-PRED_ROWS = limits.MAX_WARPS * limits.NUM_PREDS
 LOCAL_ROWS = limits.MAX_WARPS * limits.LOCAL_WORDS
 MEM_ROWS = limits.GLOBAL_WORDS  # global; shared uses the first SHARED_WORDS rows of its bank
 ALLOCATED_BIT = 32  # global rows: the word's value, then "allocated" (loaded by the prompt)
@@ -131,12 +130,11 @@ def cur_lane_active(lane: int) -> tuple:
 
 
 WB_REG = Address(bits_of("reg1", 4) + CUR_WARP)  # row = (warp, register) of a VAL frame
-WB_PRED = Address(bits_of("prd1", 2) + CUR_WARP)  # row = (warp, predicate) of a PRED frame
 
 
 def writeback(g: Graph) -> None:
     """Write-back frames: registers (one bank per lane, row = (warp, register)), predicates (one
-    bank per lane, row = (warp, predicate)), global / shared / local memory."""
+    bank, row = warp: all lanes' predicates), global / shared / local memory."""
     g.feature("wb.lane", limits.WARP_LANES)
     g.rule_group("wb.lane", [
         Rule(((("lanesel", lane), 1),), ((("wb.lane", lane), 1),)) for lane in LANES
@@ -146,9 +144,7 @@ def writeback(g: Graph) -> None:
     ])
     for lane in LANES:
         reg_bank(g, lane, f"regs.{lane}")
-        g.feature(f"wb.pv{lane}", 1)
-        g.rule_group(f"wb.pv{lane}", [Rule(((("pvl1", lane), 1),), (((f"wb.pv{lane}", 0), 1),))])
-        pred_bank(g, lane, f"preds.{lane}")
+    pred_bank(g, "preds")
     g.feature("wb.allocated", 1)
     g.rule_group("wb.allocated", [Rule(((kind_dim("mem"), 1),), ((("wb.allocated", 0), 1),))])
     global_bank(g, "gmem")
@@ -163,10 +159,12 @@ def reg_bank(g: Graph, lane: int, name: str) -> None:
     g.write(name, WB_REG, parts=VALUE, enable=("wb.lane", lane))
 
 
-def pred_bank(g: Graph, lane: int, name: str) -> None:
-    """A copy of lane `lane`'s predicates (row = (warp, predicate)), kept by PRED frames."""
-    g.bank(name, PRED_ROWS, "bits")
-    g.write(name, WB_PRED, parts=[Part(f"wb.pv{lane}")], enable=("pwm1", lane))
+def pred_bank(g: Graph, name: str) -> None:
+    """A copy of the predicate rows (row = warp; bit 4 * lane + predicate), kept by PROW
+    frames (the header's byte: lanes 0-1, the data token before it: lanes 2-3)."""
+    g.bank(name, limits.MAX_WARPS, "bits")
+    g.write(name, Address(CUR_WARP), parts=[Part("byte1"), Part("d1", 1, 8)],
+            enable=kind_dim("prow"))
 
 
 MEM_ROW = Address(bits_of("mrow1", 7))  # the word a MEM frame names
