@@ -348,29 +348,10 @@ class _Launch:
                 regs_w[(ln, ins.d)] = v & MASK32
 
     def _shuffle(self, w: _Warp, lanes: list[int], ins: Instr, mask: int) -> list[int]:
-        segmask = 0x1C | (ins.c >> 2 & 3)
-        cval = ins.c & 3
         out = []
         for ln in lanes:
             lane = w.index * limits.WARP_LANES + ln
-            bval = _operand_b(ins, w.regs[ln]) & 31
-            max_lane = (lane & segmask) | (cval & ~segmask & 31)
-            min_lane = lane & segmask
-            mode = Shfl(ins.mod)
-            if mode == Shfl.UP:
-                j = lane - bval
-                ok = j >= max_lane
-            elif mode == Shfl.DOWN:
-                j = lane + bval
-                ok = j <= max_lane
-            elif mode == Shfl.BFLY:
-                j = lane ^ bval
-                ok = j <= max_lane
-            else:
-                j = min_lane | (bval & ~segmask & 31)
-                ok = j <= max_lane
-            if not ok:
-                j = lane
+            j = shuffle_lane(ins.mod, _operand_b(ins, w.regs[ln]) & 31, ins.c, lane)
             src = j - w.index * limits.WARP_LANES
             if not 0 <= src < limits.WARP_LANES:
                 raise LaunchError(
@@ -493,6 +474,28 @@ class _Launch:
             w.stack.pop()
         if w.stack[-1].pc == EXIT_RECONV:
             raise LaunchError(f"{self.prog.name}: control reached the exit sentinel")
+
+
+def shuffle_lane(mode: int, bval: int, shape: int, lane: int) -> int:
+    """The thread (4 * warp + lane) whose register a SHFL hands to thread `lane`: `bval` is
+    B & 31, `shape` the packed c operand (docs/ISA.md, "Shuffles"); an invalid source gives the
+    thread's own value."""
+    segmask = 0x1C | (shape >> 2 & 3)
+    max_lane = (lane & segmask) | (shape & 3 & ~segmask & 31)
+    min_lane = lane & segmask
+    if mode == Shfl.UP:
+        j = lane - bval
+        ok = j >= max_lane
+    elif mode == Shfl.DOWN:
+        j = lane + bval
+        ok = j <= max_lane
+    elif mode == Shfl.BFLY:
+        j = lane ^ bval
+        ok = j <= max_lane
+    else:
+        j = min_lane | (bval & ~segmask & 31)
+        ok = j <= max_lane
+    return j if ok else lane
 
 
 @lru_cache(maxsize=4096)

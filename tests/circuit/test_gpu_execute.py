@@ -2,20 +2,22 @@
 immediates), guards, and the units built so far give, per slot and lane, the values the
 reference machine computes (weight-free evaluator over real suite launches)."""
 
+import itertools
+
 import pytest
 
 from qgpu import limits
 from qgpu import tokens as T
 from qgpu.circuit.gpu import encoding, execute, machine
 from qgpu.compiler.evaluate import Evaluator
-from qgpu.interp import MASK32, _compare, _plop, alu
+from qgpu.interp import MASK32, _compare, _plop, alu, shuffle_lane
 from qgpu.isa import Op, Space, guard_parts
 from tests.circuit.test_gpu_writeback import launch_stream
 
 KERNELS = ("dot", "vec_max", "index_2d", "copy", "reduce_multiblock", "minmax_abs", "count_if",
            "bits_shift_var", "xorshift32", "divergent_if_else", "gray_code", "bits_masks",
            "reduce_sum", "nested_loops", "loop_break_continue", "dot_shared",
-           "matmul4_regs", "bits_popc_clz")  # fmt: skip
+           "matmul4_regs", "bits_popc_clz", "shfl_broadcast", "warp_sum_down")  # fmt: skip
 """Launches with several warps and thread blocks, 2-D shapes, divergence and loops."""
 
 
@@ -56,7 +58,11 @@ def test_slots_compute_what_the_machine_computes(graph, name: str) -> None:
                 assert vals[f"x{s}.ex{ln}"] == [int(ex)], (name, rec.block, s, ln)
                 if not ex:
                     continue
-                if not execute.supported(ins) or \
+                source = ln  # whose register a the lane reads
+                if ins.op == Op.SHFL:
+                    bval = (ins.imm if ins.bi else r[(ln, ins.b)]) & 31
+                    source = shuffle_lane(ins.mod, bval, ins.c, 4 * rec.warp + ln) - 4 * rec.warp
+                if not execute.supported(ins) or (source, "r", ins.a) in unknown or \
                         any((ln, "r", x) in unknown for x in ins.reads()) or \
                         any((ln, "p", x) in unknown for x in ins.pred_reads()):
                     dest = "p" if ins.op in (Op.SETP, Op.PLOP) else "r"
@@ -89,7 +95,9 @@ def test_slots_compute_what_the_machine_computes(graph, name: str) -> None:
                     p[(ln, ins.d)] = want
                     unknown.discard((ln, "p", ins.d))
                 else:
-                    if ins.op == Op.SEL:
+                    if ins.op == Op.SHFL:
+                        want = r[(source, ins.a)]
+                    elif ins.op == Op.SEL:
                         want = a if p[(ln, ins.c)] != bool(ins.mod & 1) else b
                     else:
                         want = alu(ins.op, a, b, r[(ln, ins.c)]) & MASK32
@@ -111,3 +119,21 @@ def test_slots_compute_what_the_machine_computes(graph, name: str) -> None:
             else:
                 memory[(space, where)] = v & MASK32
     assert checked > 0
+
+
+def test_shuffle_sources_cover_every_case() -> None:
+    """The SHFL unit's table (memory.shuffle_sources) against the interpreter on every mode,
+    bval, shape, warp and lane."""
+    from qgpu.circuit.gpu.memory import shuffle_sources
+    from qgpu.isa import Shfl
+
+    for lane in range(limits.WARP_LANES):
+        table = shuffle_sources(lane)
+        for mode, bval, shape, warp in itertools.product(Shfl, range(32), range(16), range(4)):
+            have = {"mode": int(mode), "w0": warp & 1, "w1": warp >> 1,
+                    **{f"b{i}": bval >> i & 1 for i in range(5)},
+                    **{f"c{i}": shape >> i & 1 for i in range(4)}}
+            hits = [src for conds, src in table if all(have[k] == v for k, v in conds)]
+            j = shuffle_lane(mode, bval, shape, 4 * warp + lane) - 4 * warp
+            want = j if 0 <= j < limits.WARP_LANES else None
+            assert hits == ([] if want == lane else [want]), (lane, mode, bval, shape, warp)

@@ -57,7 +57,7 @@ SUBTRACTING_OPS = (Op.SUB, Op.SETP, Op.MIN, Op.MAX, Op.MINU, Op.MAXU)
 SUPPORTED_OPS = frozenset({Op.ADD, Op.SUB, Op.AND, Op.OR, Op.XOR, Op.NOT, Op.SETP, Op.MIN,
                            Op.MAX, Op.MINU, Op.MAXU, Op.S2R, Op.SHL, Op.SHR,
                            Op.SRA, Op.MUL, Op.MAD, Op.NEG, Op.ABS, Op.POPC, Op.CLZ,
-                           Op.BREV, Op.SEL, Op.PLOP})  # fmt: skip
+                           Op.BREV, Op.SEL, Op.PLOP, Op.SHFL})  # fmt: skip
 """Opcodes whose results the circuit computes so far (the rest is the next step)."""
 
 
@@ -496,3 +496,4 @@ def build_slots(g: Graph) -> None:
         memory.param_load(g, s)
         if SLOT_UNITS[s] == "memory":
             memory.memory_unit(g, s)
+            memory.shuffle_unit(g, s)

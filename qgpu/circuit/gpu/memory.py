@@ -1,5 +1,5 @@
-"""Loads inside the EXEC pass: parameter words in every slot, and the memory unit of the memory
-slots (isa.SLOT_UNITS), which reads global, shared and local memory for 4 lanes.
+"""Loads and shuffles inside the EXEC pass: parameter words in every slot, and the memory unit
+of the memory slots (isa.SLOT_UNITS), which reads global, shared and local memory for 4 lanes.
 
 Every slot keeps its own copy of the parameter words (written by the prompt's PARAM frames) and
 reads the word its immediate names; the value is the same for all lanes. A memory slot's adder
@@ -8,10 +8,13 @@ its bits 2.. address the lane's copies of global memory (row = word; the read br
 its allocated flag), shared memory (row = word) and local memory (row = (warp, word)), each copy
 kept current by the MEM frames that every block's stores leave behind. Only the copy of the
 access's space is enabled, so the three reads share one output feature ``x{s}.m{lane}``.
+The shuffle unit (SHFL) lives in the memory slots too: it moves operand a between the lanes of
+the slot.
 """
 
 from __future__ import annotations
 
+from qgpu import limits
 from qgpu.circuit.gpu.machine import (
     ACCESSES,
     EXEC,
@@ -21,11 +24,13 @@ from qgpu.circuit.gpu.machine import (
     global_bank,
     instr_bits,
     local_bank,
+    op_is,
     param_bank,
     shared_bank,
 )
 from qgpu.compiler.graph import Address, Graph, Rule
-from qgpu.isa import Op, Space
+from qgpu.interp import shuffle_lane
+from qgpu.isa import Op, Shfl, Space
 
 WORD = 32
 MEM_WORD = WORD + 1  # a global row: the value, then its allocated flag
@@ -72,3 +77,69 @@ def memory_unit(g: Graph, s: int) -> None:
         g.rule_group(f"x{s}.res{lane}.load", [
             Rule((run,) + access_is(s, Op.LD, None) + (((m, i), 1),),
                  (((f"x{s}.res{lane}", i), 1),)) for i in range(WORD)])
+
+
+def shuffle_sources(lane: int) -> list[tuple[tuple[tuple[str, int], ...], int | None]]:
+    """Where lane `lane` of a warp takes a SHFL's value from, as (conditions, source): the
+    conditions name the mode, bits of bval = B & 31 (``b0``..``b4``), of the shape (``c0``..
+    ``c3``) and of the warp (``w0``, ``w1``) that decide it; the source is a lane 0..3 of the
+    warp, or None when it lies outside the warp (a fault). Cases not listed take the lane's own
+    value. Built from ``interp.shuffle_lane``: with bval < 4 the warp does not matter, above it
+    UP/DOWN give the own value, IDX ignores bval's high bits, and BFLY leaves the warp or the
+    segment whatever the shape (tests/circuit/test_gpu_execute.py checks every case)."""
+    out: list[tuple[tuple[tuple[str, int], ...], int | None]] = []
+
+    def source(mode: Shfl, bval: int, shape: int, warp: int) -> int | None:
+        j = shuffle_lane(mode, bval, shape, limits.WARP_LANES * warp + lane)
+        src = j - limits.WARP_LANES * warp
+        return src if 0 <= src < limits.WARP_LANES else None
+
+    def bits(name: str, value: int, width: int) -> tuple[tuple[str, int], ...]:
+        return tuple((f"{name}{i}", value >> i & 1) for i in range(width))
+
+    for mode in Shfl:
+        for low in range(4):
+            for shape in range(16):
+                high = () if mode == Shfl.IDX else bits("b", 0, 5)[2:]
+                src = source(mode, low, shape, 0)
+                if src != lane:
+                    out.append(((("mode", int(mode)),) + bits("b", low, 2) + high
+                                + bits("c", shape, 4), src))
+    for high in range(1, 8):
+        for warp in range(limits.MAX_WARPS):
+            src = source(Shfl.BFLY, high << 2, 0, warp)
+            if src != lane:
+                out.append(((("mode", int(Shfl.BFLY)),) + bits("b", high << 2, 5)[2:]
+                            + bits("w", warp, 2), src))
+    return out
+
+
+def shuffle_unit(g: Graph, s: int) -> None:
+    """SHFL in a memory slot: per lane a one-hot of the source lane (``x{s}.src{lane}``: the
+    lane's own unless a listed case says otherwise; an out-of-warp source sets
+    ``x{s}.shfault{lane}``), then the result is that lane's operand a."""
+    mod, shape = instr_bits(s, "mod"), instr_bits(s, "c")
+    shfl = EXEC + op_is(s, Op.SHFL)
+    for lane in LANES:
+        run = ((f"x{s}.ex{lane}", 0), 1)
+        b, src, fault = f"x{s}.b{lane}", f"x{s}.src{lane}", f"x{s}.shfault{lane}"
+        g.feature(src, limits.WARP_LANES, "onehot")
+        g.feature(fault, 1)
+        dims = {"mode": None, **{f"b{i}": (b, i) for i in range(5)},
+                **{f"c{i}": shape[i] for i in range(4)},
+                **{f"w{i}": ("wrp1", i) for i in range(2)}}
+        rules = [Rule((run,) + shfl, (((src, lane), 1),))]
+        for conds, source in shuffle_sources(lane):
+            lits: tuple = ()
+            for key, v in conds:
+                if key == "mode":
+                    lits += tuple((mod[i], v >> i & 1) for i in range(2))
+                else:
+                    lits += ((dims[key], v),)
+            moved = (((fault, 0), 1),) if source is None else (((src, source), 1),)
+            rules.append(Rule((run,) + shfl + lits, moved + (((src, lane), -1),)))
+        g.rule_group(src, rules)
+        g.rule_group(f"x{s}.res{lane}.shfl", [
+            Rule((run,) + shfl + (((src, k), 1), ((f"x{s}.a{k}", i), 1)),
+                 (((f"x{s}.res{lane}", i), 1),))
+            for k in LANES for i in range(WORD)])
