@@ -37,9 +37,20 @@ class ResourceError(QgpuError):
 
 
 class LaunchError(QgpuError):
-    """A fault while running: out-of-bounds access, step limit, divergent barrier, ..."""
+    """A fault while running: out-of-bounds access, step limit, divergent barrier, ...
+
+    ``fault`` names the faults the model itself reports (``tokens.FAULTS``; None for the rest:
+    the step limit, reads of undefined state); ``block`` is (thread block, ROM block, warp,
+    active mask) of the block it happened in and ``trace`` the blocks that completed before it
+    (both set by the reference interpreter)."""
 
     kind = "launch"
+
+    def __init__(self, message: str, fault: str | None = None) -> None:
+        super().__init__(message)
+        self.fault = fault
+        self.block: tuple[int, int, int, int] | None = None
+        self.trace: list = []
 
 
 class UsageError(QgpuError):

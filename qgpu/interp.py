@@ -189,22 +189,23 @@ class _Launch:
 
     def _global_word(self, addr: int, w: _Warp, lane: int, ins: Instr) -> int:
         if addr % 4:
-            raise LaunchError(f"misaligned global address {addr} at {self._where(w, lane, ins)}")
+            raise LaunchError(f"misaligned global address {addr} at {self._where(w, lane, ins)}",
+                              "misaligned")
         word = addr // 4
         if 0 <= word < limits.GLOBAL_FIRST_WORD:
             raise LaunchError(
-                f"null pointer access (address {addr}) at {self._where(w, lane, ins)}")
+                f"null pointer access (address {addr}) at {self._where(w, lane, ins)}", "null")
         if not 0 <= word < limits.GLOBAL_WORDS:
             raise LaunchError(
                 f"global address {addr} is outside memory ({limits.GLOBAL_WORDS * 4} bytes) at "
-                f"{self._where(w, lane, ins)}"
+                f"{self._where(w, lane, ins)}", "global_bounds"
             )
         if self.allocations is not None and not any(
             lo <= addr < lo + n for lo, n in self.allocations
         ):
             raise LaunchError(
                 f"global address {addr} is out of bounds of every argument array at "
-                f"{self._where(w, lane, ins)}"
+                f"{self._where(w, lane, ins)}", "global_bounds"
             )
         return word
 
@@ -212,7 +213,8 @@ class _Launch:
         if addr % 4 or not 0 <= addr < size:
             raise LaunchError(
                 f"{space} address {addr} is {'misaligned' if addr % 4 else 'out of bounds'} "
-                f"({space} size {size} bytes) at {self._where(w, lane, ins)}"
+                f"({space} size {size} bytes) at {self._where(w, lane, ins)}",
+                "misaligned" if addr % 4 else f"{space}_bounds"
             )
         return addr // 4
 
@@ -270,9 +272,13 @@ class _Launch:
         regs_written: dict[tuple[int, int], int] = {}
         preds_written: dict[tuple[int, int], bool] = {}
         mem_written: dict[tuple[str, int], int] = {}
-        for ins in blk.instrs:
-            self._exec(w, mask, ins, regs_written, preds_written, mem_written)
-        self._terminate(w, blk)
+        try:
+            for ins in blk.instrs:
+                self._exec(w, mask, ins, regs_written, preds_written, mem_written)
+            self._terminate(w, blk)
+        except LaunchError as e:
+            e.block, e.trace = (self.cta, pc, w.index, mask), list(self.trace)
+            raise
         if self.record:
             self.trace.append(TraceRecord(
                 self.cta, pc, w.index, mask,
@@ -356,11 +362,12 @@ class _Launch:
             if not 0 <= src < limits.WARP_LANES:
                 raise LaunchError(
                     f"shuffle source lane {j} is outside this thread's 4-lane warp at "
-                    f"{self._where(w, ln, ins)}"
+                    f"{self._where(w, ln, ins)}", "shuffle_lane"
                 )
             if src not in lanes:
                 raise LaunchError(
-                    f"shuffle source lane {j} is inactive at {self._where(w, ln, ins)}"
+                    f"shuffle source lane {j} is inactive at {self._where(w, ln, ins)}",
+                    "shuffle_lane"
                 )
             if not w.reg_def[src] >> ins.a & 1:
                 raise self._undefined(f"r{ins.a} of source lane {j}", w, ln, ins)
@@ -448,7 +455,7 @@ class _Launch:
             if top.mask != w.live:
                 raise LaunchError(
                     f"__syncthreads() reached by a divergent warp (active lanes {top.mask:04b} of "
-                    f"{w.live:04b}) at {self._where(w, 0)}"
+                    f"{w.live:04b}) at {self._where(w, 0)}", "divergent_barrier"
                 )
             top.pc = t.target
             w.waiting = True

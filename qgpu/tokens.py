@@ -48,7 +48,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from qgpu import limits, rom
-from qgpu.errors import UsageError
+from qgpu.errors import LaunchError, UsageError
 from qgpu.interp import MASK32, TraceRecord
 from qgpu.isa import Program
 
@@ -227,6 +227,23 @@ def block_tokens(rec: TraceRecord, live: rom.Live, row: int) -> list[str]:
 
 def expected_tokens(program: Program, trace: list[TraceRecord]) -> list[str]:
     """The tokens the model must generate for a launch the reference interpreter completed."""
+    return _blocks(program, trace)[0] + [name("end")]
+
+
+def fault_tokens(program: Program, error: LaunchError) -> list[str]:
+    """The tokens the model must generate for a launch that stopped on a fault it reports:
+    the blocks before it, the faulting block's EXEC, then ``fault:KIND`` (no write-back)."""
+    if error.fault not in FAULTS or error.block is None:
+        raise UsageError(f"not a fault the model reports: {error.message}")
+    out, cta = _blocks(program, error.trace)
+    fcta, block, warp, mask = error.block
+    if fcta != cta:
+        out.append(name(f"cta:{fcta}"))
+    return out + [name(f"exec:{block}:w{warp}:m{mask}"), name(f"fault:{error.fault}")]
+
+
+def _blocks(program: Program, trace: list[TraceRecord]) -> tuple[list[str], int]:
+    """EXEC and write-back tokens of completed blocks, and the thread block they ended in."""
     live = rom.live_out(program)
     out: list[str] = []
     cta = 0
@@ -237,7 +254,7 @@ def expected_tokens(program: Program, trace: list[TraceRecord]) -> list[str]:
             out.append(name(f"cta:{cta}"))
         rows[rec.warp] = pred_row(rec.preds, rows[rec.warp])
         out += block_tokens(rec, live[rec.block], rows[rec.warp])
-    return out + [name("end")]
+    return out, cta
 
 
 # --- decoding -------------------------------------------------------------------------------

@@ -151,30 +151,36 @@ def test_barrier_orders_warps() -> None:
 
 def test_step_limit_stops_runaway_launch() -> None:
     prog = program(block((), Term(TermKind.JMP, 0)))
-    with pytest.raises(LaunchError, match="did not finish within 50 block executions"):
+    with pytest.raises(LaunchError, match="did not finish within 50 block executions") as err:
         run(prog, step_limit=50)
+    assert err.value.fault is None  # the runtime's step limit, not a fault the model reports
 
 
-@pytest.mark.parametrize("address,message", [
-    (0, "null pointer"), (2, "misaligned"), (512, "outside memory"), (64, "every argument"),
+@pytest.mark.parametrize("address,message,fault", [
+    (0, "null pointer", "null"), (2, "misaligned", "misaligned"),
+    (512, "outside memory", "global_bounds"), (64, "every argument", "global_bounds"),
 ])
-def test_bad_global_addresses(address: int, message: str) -> None:
+def test_bad_global_addresses(address: int, message: str, fault: str) -> None:
     prog = program(block((imm(Op.ADD, 1, 0, address), Instr(Op.LD, 2, 1, mod=Space.GLOBAL)),
                          EXIT))
     with pytest.raises(LaunchError, match=message) as err:
         run(prog, block=(1, 1), allocations=[(4, 16)])
     assert "threadIdx=(0,0)" in err.value.message and "ld.global" in err.value.message
+    # what the model reports, and where: (thread block, ROM block, warp, active lanes)
+    assert err.value.fault == fault and err.value.block == (0, 0, 0, 1) and err.value.trace == []
 
 
 def test_shared_and_local_bounds() -> None:
     prog = program(block((imm(Op.ADD, 1, 0, 8), Instr(Op.ST, 0, 1, 1, mod=Space.SHARED)), EXIT),
                    shared=8)
-    with pytest.raises(LaunchError, match="shared address 8 is out of bounds"):
+    with pytest.raises(LaunchError, match="shared address 8 is out of bounds") as err:
         run(prog, block=(1, 1))
+    assert err.value.fault == "shared_bounds"
     prog = program(block((Instr(Op.ST, 0, 0, 0, imm=4 * limits.LOCAL_WORDS, mod=Space.LOCAL),),
                          EXIT))
-    with pytest.raises(LaunchError, match="local address"):
+    with pytest.raises(LaunchError, match="local address") as err:
         run(prog, block=(1, 1))
+    assert err.value.fault == "local_bounds"
 
 
 def shuffle_program(mode: Shfl, b: int, shape: int) -> Program:

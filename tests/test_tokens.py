@@ -7,7 +7,7 @@ import pytest
 from qgpu import limits
 from qgpu import tokens as T
 from qgpu.driver import SUITE_DIR, compile_file, place_arguments
-from qgpu.errors import UsageError
+from qgpu.errors import LaunchError, UsageError
 from qgpu.interp import run_program
 
 
@@ -141,3 +141,16 @@ def test_predicates_and_uniform_values() -> None:
     assert "val:r2:all = 9" in events and "prow = 68" in events
     assert T.pred_row([(3, 1, True), (0, 0, True), (0, 0, False)], 0b1) == 1 << 13
     assert "val:r4:0 = 1" in events and "val:r4:1 = 1" in events  # guarded by p2: lanes 0, 1
+
+
+def test_a_faulting_launch_ends_with_its_exec_and_the_fault() -> None:
+    kernel = compile_file(SUITE_DIR / "dot.cu").kernel()
+    args = [[1, 2, 3], [4, 5, 6], {"zeros": 1}, 4]  # n = 4: a[3] is past the allocation
+    place = place_arguments(kernel.ptx.params, args)
+    with pytest.raises(LaunchError) as err:
+        run_program(kernel.program, grid=(1, 1), block=(4, 1), params=place.params,
+                    memory=place.memory, allocations=place.allocations)
+    stream = T.fault_tokens(kernel.program, err.value)
+    cta, block, warp, mask = err.value.block
+    assert stream[-2:] == [T.name(f"exec:{block}:w{warp}:m{mask}"), T.name("fault:global_bounds")]
+    assert stream[:-2] == T.expected_tokens(kernel.program, err.value.trace)[:-1]

@@ -184,13 +184,19 @@ def _fit(kind: str, s: int, size: int, used: dict[tuple[str, int], int],
 
 def _sink(g: Graph, order: list, io: dict, place: dict, used: dict, shape: LayerShape) -> None:
     """Move nodes later, latest first, while every reader of their outputs still comes after
-    them. Nodes whose outputs nobody reads (the circuit's results) stay where they are."""
+    them — unless that would keep wider inputs (read last by the node) alive longer than it
+    saves on its outputs. Nodes whose outputs nobody reads (the circuit's results) stay where
+    they are."""
     readers_of: dict[str, list[tuple[str, str]]] = {}
     for node in order:
         for f in io[node][0]:
             readers_of.setdefault(f, []).append(node)
     for node in reversed(order):
         ins, outs, size = io[node]
+        # an input whose last reader this node is would live longer than the outputs win
+        last_of = [f for f in ins if max(place[r] for r in readers_of[f]) == place[node]]
+        if sum(g.features[f].size for f in last_of) > sum(g.features[f].size for f in outs):
+            continue
         later = [place[r] for f in outs for r in readers_of.get(f, []) if r != node]
         writers_after = [place[w] for f in outs for w in order
                          if w != node and f in io[w][1] and f in io[w][0]]

@@ -44,6 +44,7 @@ def test_slots_compute_what_the_machine_computes(graph, name: str) -> None:
         if not T.body(token).startswith("exec:"):
             continue
         rec = next(trace)
+        assert vals["x.fault"] == [0] * len(T.FAULTS), (name, rec.block)  # no false alarm
         key = (rec.cta, rec.warp)
         r = {(ln, i): regs.get((*key, ln, i), 0) for ln in range(4) for i in range(16)}
         p = {(ln, i): preds.get((*key, ln, i), False) for ln in range(4) for i in range(4)}
@@ -137,3 +138,61 @@ def test_shuffle_sources_cover_every_case() -> None:
             j = shuffle_lane(mode, bval, shape, 4 * warp + lane) - 4 * warp
             want = j if 0 <= j < limits.WARP_LANES else None
             assert hits == ([] if want == lane else [want]), (lane, mode, bval, shape, warp)
+
+
+def _faults():
+    """Small programs that fault, with the launch shape and the allocations (words 1..4)."""
+    from qgpu.isa import Instr, Shfl, SReg, Term, TermKind
+    from tests.test_interp import EXIT, block, imm, program
+
+    tid = Instr(Op.S2R, 1, mod=SReg.TID_X)
+
+    def load(address: int) -> tuple:
+        return (imm(Op.ADD, 1, 0, address), Instr(Op.LD, 2, 1, mod=Space.GLOBAL))
+
+    return {
+        "null": (program(block(load(0), EXIT)), (1, 1)),
+        "misaligned": (program(block(load(6), EXIT)), (1, 1)),
+        "global_bounds": (program(block(load(512), EXIT)), (1, 1)),
+        "unallocated": (program(block(load(64), EXIT)), (1, 1)),
+        # lanes 0, 1 load words 2, 1; lane 2 the null word, lane 3 beyond memory: lane 2 first
+        "lane_order": (program(block((tid, imm(Op.ADD, 3, 0, 8)), Term(TermKind.JMP, 1)),
+                               block((Instr(Op.MAD, 1, 1, imm=-4, bi=True, c=3),
+                                      Instr(Op.LD, 2, 1, mod=Space.GLOBAL)), EXIT)), (4, 1)),
+        # slot 0's load is fine, slot 2's is not
+        "second_slot": (program(block((Instr(Op.LD, 2, 0, imm=4, mod=Space.GLOBAL),
+                                       Instr(Op.LD, 3, 0, imm=1, mod=Space.GLOBAL)), EXIT)),
+                        (1, 1)),
+        "shared_bounds": (program(block((imm(Op.ADD, 1, 0, 8),
+                                         Instr(Op.ST, 0, 1, 1, mod=Space.SHARED)), EXIT),
+                                  shared=8), (1, 1)),
+        "local_bounds": (program(block((Instr(Op.ST, 0, 0, 0, imm=64, mod=Space.LOCAL),), EXIT)),
+                         (1, 1)),
+        "shuffle_inactive": (program(block((tid, Instr(Op.SHFL, 2, 1, imm=3, bi=True, c=0b0011,
+                                                       mod=Shfl.IDX)), EXIT)), (2, 1)),
+        "shuffle_outside": (program(block((tid, Instr(Op.SHFL, 2, 1, imm=4, bi=True, c=0b0011,
+                                                      mod=Shfl.BFLY)), EXIT)), (8, 1)),
+    }
+
+
+@pytest.mark.parametrize("case", ["null", "misaligned", "global_bounds", "unallocated",
+                                  "lane_order", "second_slot", "shared_bounds", "local_bounds",
+                                  "shuffle_inactive", "shuffle_outside"])
+def test_faults_are_found_in_the_exec_pass(graph, case: str) -> None:
+    """The block's first fault (slot order, then lane order) is the interpreter's."""
+    from qgpu.errors import LaunchError
+    from qgpu.interp import run_program
+
+    prog, shape = _faults()[case]
+    memory, allocations = [0] * limits.GLOBAL_WORDS, [(4, 16)]
+    with pytest.raises(LaunchError) as err:
+        run_program(prog, grid=(1, 1), block=shape, params=[4], memory=memory,
+                    allocations=allocations)
+    launch = T.Launch(prog, (1, 1), shape, [4], memory, allocations, prog.shared_bytes(0) // 4)
+    stream = T.prompt_tokens(launch) + T.fault_tokens(prog, err.value)
+    assert stream[-1] == T.name(f"fault:{err.value.fault}")
+    ev = Evaluator(graph)
+    for token in stream[:-1]:
+        vals = ev.step(encoding.features(token))
+    want = [int(f == err.value.fault) for f in T.FAULTS]
+    assert vals["x.fault"] == want, (case, err.value.message)

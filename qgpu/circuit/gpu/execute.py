@@ -497,3 +497,5 @@ def build_slots(g: Graph) -> None:
         if SLOT_UNITS[s] == "memory":
             memory.memory_unit(g, s)
             memory.shuffle_unit(g, s)
+            memory.fault_checks(g, s)
+    memory.first_fault(g)

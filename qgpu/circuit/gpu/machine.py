@@ -109,9 +109,13 @@ ALLOCATED_BIT = 32  # global rows: the word's value, then "allocated" (loaded by
 LANES = range(limits.WARP_LANES)
 
 
+SHARED_SIZE_BITS = 7  # 0..SHARED_WORDS
+
+
 def state(g: Graph) -> None:
     """cur.wm = (warp, active lanes) of the last EXEC; cur.cta = the running thread block;
-    cfg.b / cfg.g = the launch shape (each extent minus 1, x then y)."""
+    cfg.b / cfg.g = the launch shape (each extent minus 1, x then y); cfg.s = the shared words
+    of a thread block."""
     g.bank("cur.wm", 1, "bits")
     g.write("cur.wm", "one", parts=[Part("wrp1"), Part("msk1", 0, 2)], enable=kind_dim("exec"))
     g.feature("cur.wm", 2 + limits.WARP_LANES)
@@ -123,6 +127,8 @@ def state(g: Graph) -> None:
     for bank, out in (("cfg.block", "cfg.b"), ("cfg.grid", "cfg.g")):  # extents - 1, x then y
         g.feature(out, 2 * SHAPE_BITS)
         g.read(bank, "one", out)
+    g.feature("cfg.s", SHARED_SIZE_BITS)  # shared words per thread block
+    g.read("cfg.shared", "one", "cfg.s")
 
 
 def cur_lane_active(lane: int) -> tuple:

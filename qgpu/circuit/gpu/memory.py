@@ -15,10 +15,12 @@ the slot.
 from __future__ import annotations
 
 from qgpu import limits
+from qgpu import tokens as T
 from qgpu.circuit.gpu.machine import (
     ACCESSES,
     EXEC,
     LANES,
+    SHARED_SIZE_BITS,
     access_is,
     bits_of,
     global_bank,
@@ -28,9 +30,10 @@ from qgpu.circuit.gpu.machine import (
     param_bank,
     shared_bank,
 )
+from qgpu.compiler import gadgets as gd
 from qgpu.compiler.graph import Address, Graph, Rule
 from qgpu.interp import shuffle_lane
-from qgpu.isa import Op, Shfl, Space
+from qgpu.isa import SLOT_UNITS, Op, Shfl, Space
 
 WORD = 32
 MEM_WORD = WORD + 1  # a global row: the value, then its allocated flag
@@ -143,3 +146,72 @@ def shuffle_unit(g: Graph, s: int) -> None:
             Rule((run,) + shfl + (((src, k), 1), ((f"x{s}.a{k}", i), 1)),
                  (((f"x{s}.res{lane}", i), 1),))
             for k in LANES for i in range(WORD)])
+
+
+def _any_set(dims: list[tuple[str, int]]) -> list[tuple]:
+    """Literal sets, one of which holds (exactly) when some dim is 1: the highest set one."""
+    return [((d, 1),) + tuple((e, 0) for e in dims[k + 1:]) for k, d in enumerate(dims)]
+
+
+def fault_checks(g: Graph, s: int) -> None:
+    """x{s}.fk{lane}: the fault (one-hot over tokens.FAULTS) the lane's access or shuffle
+    raises, in the interpreter's order of checks: misaligned, then per space null / bounds
+    (global: outside the 512 bytes or not allocated; shared: at or beyond the thread block's
+    shared words; local: beyond the thread's 16 words); shuffles: a source outside the warp or
+    not executing."""
+    for lane in LANES:
+        run = ((f"x{s}.ex{lane}", 0), 1)
+        sp, m, total = f"x{s}.sp{lane}", f"x{s}.m{lane}", f"x{s}.sum{lane}"
+        fk = f"x{s}.fk{lane}"
+        g.feature(fk, len(T.FAULTS), "onehot")
+        word7 = f"x{s}.w7{lane}"  # the word index bits 2..8, to compare with the shared size
+        g.feature(word7, SHARED_SIZE_BITS)
+        g.rule_group(word7, [Rule((((total, 2 + i), 1),), (((word7, i), 1),))
+                             for i in range(SHARED_SIZE_BITS)])
+        beyond = f"x{s}.sb{lane}"  # word index >= shared words
+        g.feature(beyond, 1)
+        gd.compare(g, f"{beyond}.cmp", word7, "cfg.s", ge=(beyond, 0))
+
+        def bit(i: int, total: str = total) -> tuple[str, int]:
+            return (total, i)
+
+        def fault(kind: str, fk: str = fk) -> tuple:
+            return (((fk, T.FAULTS.index(kind)), 1),)
+
+        aligned = ((bit(0), 0), (bit(1), 0))
+        access = [((sp, k), 1) for k in range(3)]
+        rules = [Rule((run, a, (bit(0), 1)), fault("misaligned")) for a in access]
+        rules += [Rule((run, a, (bit(0), 0), (bit(1), 1)), fault("misaligned")) for a in access]
+        g_ = (run, access[0]) + aligned
+        rules.append(Rule(g_ + tuple((bit(i), 0) for i in range(2, WORD)), fault("null")))
+        high = [bit(i) for i in range(9, WORD)]
+        rules += [Rule(g_ + lits, fault("global_bounds")) for lits in _any_set(high)]
+        rules += [Rule(g_ + tuple((d, 0) for d in high) + lits + (((m, WORD), 0),),
+                       fault("global_bounds")) for lits in _any_set([bit(i) for i in range(2, 9)])]
+        s_ = (run, access[1]) + aligned
+        rules += [Rule(s_ + lits, fault("shared_bounds"))
+                  for lits in _any_set([bit(i) for i in range(9, WORD)])]
+        rules.append(Rule(s_ + tuple((bit(i), 0) for i in range(9, WORD)) + (((beyond, 0), 1),),
+                          fault("shared_bounds")))
+        l_ = (run, access[2]) + aligned
+        rules += [Rule(l_ + lits, fault("local_bounds"))
+                  for lits in _any_set([bit(i) for i in range(6, WORD)])]
+        shfl = (run,) + op_is(s, Op.SHFL)
+        rules.append(Rule(shfl + (((f"x{s}.shfault{lane}", 0), 1),), fault("shuffle_lane")))
+        rules += [Rule(shfl + (((f"x{s}.src{lane}", k), 1), ((f"x{s}.ex{k}", 0), 0)),
+                       fault("shuffle_lane")) for k in LANES if k != lane]
+        g.rule_group(fk, rules)
+
+
+def first_fault(g: Graph) -> None:
+    """``x.fault``: the first fault of the block (slot order, then lane order), one-hot over
+    tokens.FAULTS; all zero when the block runs through."""
+    slots = [s for s in range(limits.BLOCK_SLOTS) if SLOT_UNITS[s] == "memory"]
+    places = [(s, lane) for s in slots for lane in LANES]
+    g.feature("x.fault", len(T.FAULTS), "onehot")
+    rules = []
+    for n, (s, lane) in enumerate(places):
+        clear = tuple(((f"x{t}.fk{k}", f), 0) for t, k in places[:n] for f in range(len(T.FAULTS)))
+        rules += [Rule(clear + (((f"x{s}.fk{lane}", f), 1),), ((("x.fault", f), 1),))
+                  for f in range(len(T.FAULTS))]
+    g.rule_group("x.fault", rules)
