@@ -59,7 +59,8 @@ class TraceRecord:
     mask: int  # active lanes when the block started (bit i = lane i)
     regs: tuple[tuple[int, int, int], ...]  # (lane, register, final value) written, int32
     preds: tuple[tuple[int, int, bool], ...]  # (lane, predicate, final value) written
-    # (space, byte address, final value); a local address is lane * LOCAL_WORDS * 4 + address
+    # (space, byte address, final value) in the order of each word's last writing lane; a local
+    # address is lane * LOCAL_WORDS * 4 + address
     mem: tuple[tuple[str, int, int], ...]
     next_pc: int | None  # block this warp runs next (None: warp finished)
 
@@ -414,12 +415,14 @@ class _Launch:
             if store is None:
                 w.local[ln][i] = v
                 w.local_def[ln] |= 1 << i
-                mem_w[(name, ln * limits.LOCAL_WORDS * 4 + i * 4)] = v
+                key = (name, ln * limits.LOCAL_WORDS * 4 + i * 4)
             else:
                 store[i] = v
                 if name == "shared":
                     self.shared_def |= 1 << i
-                mem_w[(name, i * 4)] = v
+                key = (name, i * 4)
+            mem_w.pop(key, None)  # records stay in the order of each word's last writing lane
+            mem_w[key] = v
 
         if op == Op.LD:
             results = [cell_get(ln, i) for ln, i in zip(lanes, idx, strict=False)]

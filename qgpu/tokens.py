@@ -98,11 +98,6 @@ def memory_row(space: str, byte_address: int) -> str:
     return f"l{lane}.{w}"
 
 
-def _row_order(row: str) -> tuple[int, ...]:
-    kind, rest = row[0], row[1:]
-    return ("gsl".index(kind), *map(int, rest.split(".")))
-
-
 # --- vocabulary -----------------------------------------------------------------------------
 
 
@@ -206,7 +201,9 @@ def block_tokens(rec: TraceRecord, live: rom.Live, row: int) -> list[str]:
     """EXEC and the write-back frames of one executed block, in the protocol's order:
     live registers ascending (one frame for all active lanes when they all wrote one value,
     else one per lane), the warp's predicate row `row` (as the model holds it after the block)
-    if the block wrote a live predicate, memory words in row order."""
+    if the block wrote a live predicate, then the words the block's store or atomic wrote, in lane
+    order (a word several lanes wrote goes once, with the last lane's value, at that lane: the
+    model skips a lane whose word a later lane also writes, so it never sorts)."""
     out = [name(f"exec:{rec.block}:w{rec.warp}:m{rec.mask}")]
     for r in range(1, limits.NUM_REGS):
         writes = {ln: v for ln, reg, v in rec.regs if reg == r}
@@ -219,9 +216,8 @@ def block_tokens(rec: TraceRecord, live: rom.Live, row: int) -> list[str]:
                 out += frame(f"val:r{r}:{ln}:{{}}", writes[ln])
     if any(live.preds >> p & 1 for _, p, _ in rec.preds):
         out += frame("prow:{}", row)
-    rows = sorted(((memory_row(sp, a), v) for sp, a, v in rec.mem), key=lambda t: _row_order(t[0]))
-    for row, v in rows:
-        out += frame(f"mem:{row}:{{}}", v)
+    for sp, a, v in rec.mem:
+        out += frame(f"mem:{memory_row(sp, a)}:{{}}", v)
     return out
 
 

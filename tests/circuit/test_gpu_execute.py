@@ -19,6 +19,7 @@ KERNELS = ("dot", "vec_max", "index_2d", "copy", "reduce_multiblock", "minmax_ab
            "reduce_sum", "nested_loops", "loop_break_continue", "dot_shared",
            "matmul4_regs", "bits_popc_clz", "shfl_broadcast", "warp_sum_down")  # fmt: skip
 """Launches with several warps and thread blocks, 2-D shapes, divergence and loops."""
+STORING = ("reduce_sum", "dot_shared", "matmul4_regs")  # stores of known values: checked
 
 
 def value(bits: list[int]) -> int:
@@ -38,7 +39,7 @@ def test_slots_compute_what_the_machine_computes(graph, name: str) -> None:
     preds: dict[tuple, bool] = {}
     memory = {("global", 4 * i): v & MASK32 for i, v in enumerate(launch.memory)}
     trace = iter(run.trace)
-    checked = 0
+    checked = stores_checked = 0
     for token in stream:
         vals = ev.step(encoding.features(token))
         if not T.body(token).startswith("exec:"):
@@ -50,6 +51,13 @@ def test_slots_compute_what_the_machine_computes(graph, name: str) -> None:
         p = {(ln, i): preds.get((*key, ln, i), False) for ln in range(4) for i in range(4)}
         unknown: set[tuple] = set()  # written by a slot whose unit is not built yet
         for s, ins in enumerate(launch.program.blocks[rec.block].instrs):
+            if ins.op == Op.ST and execute.supported(ins) and not any(
+                    (ln, k, x) in unknown for ln in range(4)
+                                           for k, xs in (("r", ins.reads()),
+                                                         ("p", ins.pred_reads()))
+                                           for x in xs):
+                assert store_records(vals, s) == [(sp, a, v & MASK32) for sp, a, v in rec.mem]
+                stores_checked += 1
             gp = guard_parts(ins.guard)
             for ln in range(limits.WARP_LANES):
                 if gp is not None and (ln, "p", gp[0]) in unknown:
@@ -70,7 +78,9 @@ def test_slots_compute_what_the_machine_computes(graph, name: str) -> None:
                     unknown.add((ln, dest, ins.d))
                     continue
                 a, b = r[(ln, ins.a)], ins.imm & MASK32 if ins.bi else r[(ln, ins.b)]
-                if ins.op == Op.S2R:
+                if ins.op == Op.ST:
+                    pass  # its memory records are checked for the whole warp above
+                elif ins.op == Op.S2R:
                     t, (bx, by), (gx, gy) = 4 * rec.warp + ln, launch.block, launch.grid
                     want = (t % bx, t // bx, bx, by, rec.cta % gx, rec.cta // gx, gx, gy)[ins.mod]
                     assert value(vals[f"x{s}.res{ln}"]) == want, (name, rec.block, s, ln, ins)
@@ -120,6 +130,21 @@ def test_slots_compute_what_the_machine_computes(graph, name: str) -> None:
             else:
                 memory[(space, where)] = v & MASK32
     assert checked > 0
+    if name in STORING:
+        assert stores_checked > 0
+
+
+def store_records(vals: dict, s: int) -> list[tuple[str, int, int]]:
+    """The records slot s's store leaves (memory.store_records), as the trace states them."""
+    out = []
+    for ln in range(limits.WARP_LANES):
+        if vals[f"x{s}.keep{ln}"] == [1]:
+            space = ("global", "shared", "local")[vals[f"x{s}.sp{ln}"].index(1)]
+            where = 4 * value(vals[f"x{s}.sum{ln}"][2:9])
+            if space == "local":
+                where += ln * limits.LOCAL_WORDS * 4
+            out.append((space, where, value(vals[f"x{s}.v{ln}"])))
+    return out
 
 
 def test_shuffle_sources_cover_every_case() -> None:
@@ -196,3 +221,39 @@ def test_faults_are_found_in_the_exec_pass(graph, case: str) -> None:
         vals = ev.step(encoding.features(token))
     want = [int(f == err.value.fault) for f in T.FAULTS]
     assert vals["x.fault"] == want, (case, err.value.message)
+
+
+def test_store_records_keep_the_last_lane_per_word(graph) -> None:
+    """Lanes storing to one word: one record, the last lane's, at that lane's place."""
+    from qgpu.interp import run_program
+    from qgpu.isa import Instr, SReg, Term, TermKind
+    from tests.test_interp import EXIT, block, imm, program
+
+    tid, base = Instr(Op.S2R, 1, mod=SReg.TID_X), Instr(Op.LD, 2, 0, mod=Space.PARAM)
+    cases = {  # address of each lane -> the records in lane order
+        "one word": (imm(Op.ADD, 3, 2, 0), [("global", 4, 3)]),
+        "two words": (imm(Op.AND, 3, 1, 1), [("global", 4, 2), ("global", 8, 3)]),
+    }
+    for what, (address, want) in cases.items():
+        code = [tid, base, address]
+        if what == "two words":  # r3 = base + 4 * (tid & 1)
+            code += [imm(Op.SHL, 3, 3, 2)]
+            prog = program(block(tuple(code), Term(TermKind.JMP, 1)),
+                           block((Instr(Op.ADD, 3, 3, 2), Instr(Op.ST, 0, 3, 1,
+                                                                 mod=Space.GLOBAL)), EXIT))
+        else:
+            prog = program(block(tuple(code), Term(TermKind.JMP, 1)),
+                           block((Instr(Op.ST, 0, 3, 1, mod=Space.GLOBAL),), EXIT))
+        memory, allocations = [0] * limits.GLOBAL_WORDS, [(4, 16)]
+        run = run_program(prog, grid=(1, 1), block=(4, 1), params=[4], memory=memory,
+                          allocations=allocations)
+        assert [list(r.mem) for r in run.trace if r.mem] == [want]
+        launch = T.Launch(prog, (1, 1), (4, 1), [4], memory, allocations, 0)
+        ev, trace = Evaluator(graph), iter(run.trace)
+        for token in T.prompt_tokens(launch) + T.expected_tokens(prog, run.trace):
+            vals = ev.step(encoding.features(token))
+            if T.body(token).startswith("exec:"):
+                rec = next(trace)
+                for s, ins in enumerate(prog.blocks[rec.block].instrs):
+                    if ins.op == Op.ST:
+                        assert store_records(vals, s) == want, what

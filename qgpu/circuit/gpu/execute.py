@@ -63,8 +63,8 @@ SUPPORTED_OPS = frozenset({Op.ADD, Op.SUB, Op.AND, Op.OR, Op.XOR, Op.NOT, Op.SET
 
 def supported(ins: Instr) -> bool:
     """Whether the circuit computes this instruction's result so far: the opcodes above, and
-    loads other than indexed ones."""
-    if ins.op == Op.LD:
+    loads and stores other than indexed ones (a store's result: its memory records)."""
+    if ins.op in (Op.LD, Op.ST):
         return not ins.mod & INDEXED
     return ins.op in SUPPORTED_OPS
 MULTIPLYING_OPS = (Op.MUL, Op.MAD)
@@ -498,4 +498,5 @@ def build_slots(g: Graph) -> None:
             memory.memory_unit(g, s)
             memory.shuffle_unit(g, s)
             memory.fault_checks(g, s)
+            memory.store_records(g, s)
     memory.first_fault(g)

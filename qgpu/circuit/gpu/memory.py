@@ -215,3 +215,32 @@ def first_fault(g: Graph) -> None:
         rules += [Rule(clear + (((f"x{s}.fk{lane}", f), 1),), ((("x.fault", f), 1),))
                   for f in range(len(T.FAULTS))]
     g.rule_group("x.fault", rules)
+
+
+def store_records(g: Graph, s: int) -> None:
+    """The memory records a store leaves, in lane order: lane l's (space ``x{s}.sp{l}``, word =
+    bits 2..8 of ``x{s}.sum{l}``, value ``x{s}.v{l}``) goes out iff ``x{s}.keep{l}`` — it
+    stores and no later lane stores to the same global or shared word (the last lane's value
+    is the word's; local words are per lane and never collide). Word equality of two lanes is
+    a count of differing bits that must be 0."""
+    st = {lane: (((f"x{s}.ex{lane}", 0), 1),) + op_is(s, Op.ST) for lane in LANES}
+    word = range(2, 9)
+    pairs = [(lo, hi) for lo in LANES for hi in LANES if lo < hi]
+    for lo, hi in pairs:
+        diff, same = f"x{s}.df{lo}{hi}", f"x{s}.cl{lo}{hi}"
+        g.feature(diff, 1)
+        g.rule_group(diff, [Rule((((f"x{s}.sum{lo}", i), v), ((f"x{s}.sum{hi}", i), 1 - v)),
+                                 (((diff, 0), 1),)) for i in word for v in (0, 1)])
+        g.feature(same, 1)  # both store to one shared or global word
+        rules = []
+        for space in (0, 1):
+            both = st[lo] + st[hi] + (((f"x{s}.sp{lo}", space), 1), ((f"x{s}.sp{hi}", space), 1))
+            rules += [Rule(both, (((same, 0), 1),)),
+                      Rule(both, (((same, 0), -1),), count=((diff, 0), 1))]
+        g.rule_group(same, rules)
+    for lane in LANES:
+        keep = f"x{s}.keep{lane}"
+        g.feature(keep, 1)
+        later = tuple(((f"x{s}.cl{lane}{hi}", 0), 0) for hi in LANES if hi > lane)
+        g.rule_group(keep, [Rule(st[lane] + later + (((f"x{s}.sp{lane}", k), 1),),
+                                 (((keep, 0), 1),)) for k in range(3)])
