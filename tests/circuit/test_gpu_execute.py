@@ -11,7 +11,7 @@ from qgpu import tokens as T
 from qgpu.circuit.gpu import encoding, execute, machine
 from qgpu.compiler.evaluate import Evaluator
 from qgpu.interp import MASK32, _compare, _plop, alu, shuffle_lane
-from qgpu.isa import Op, Space, guard_parts
+from qgpu.isa import Op, Space, TermKind, guard_parts
 from tests.circuit.test_gpu_writeback import launch_stream
 
 KERNELS = ("dot", "vec_max", "index_2d", "copy", "reduce_multiblock", "minmax_abs", "count_if",
@@ -20,6 +20,7 @@ KERNELS = ("dot", "vec_max", "index_2d", "copy", "reduce_multiblock", "minmax_ab
            "matmul4_regs", "bits_popc_clz", "shfl_broadcast", "warp_sum_down")  # fmt: skip
 """Launches with several warps and thread blocks, 2-D shapes, divergence and loops."""
 STORING = ("reduce_sum", "dot_shared", "matmul4_regs")  # stores of known values: checked
+BRANCHING = ("dot", "divergent_if_else", "index_2d", "loop_break_continue")  # known predicates
 
 
 def value(bits: list[int]) -> int:
@@ -39,7 +40,7 @@ def test_slots_compute_what_the_machine_computes(graph, name: str) -> None:
     preds: dict[tuple, bool] = {}
     memory = {("global", 4 * i): v & MASK32 for i, v in enumerate(launch.memory)}
     trace = iter(run.trace)
-    checked = stores_checked = 0
+    checked = stores_checked = branches = 0
     for token in stream:
         vals = ev.step(encoding.features(token))
         if not T.body(token).startswith("exec:"):
@@ -119,6 +120,13 @@ def test_slots_compute_what_the_machine_computes(graph, name: str) -> None:
                 assert vals[f"x{s}.wr{ln}"] == [int(ins.op not in (Op.SETP, Op.PLOP)
                                                     and ins.d != 0)]
                 checked += 1
+        term = launch.program.blocks[rec.block].term
+        if term.kind == TermKind.BRA and not any((ln, "p", term.pred) in unknown
+                                                 for ln in range(4)):
+            taken = [int(bool(rec.mask >> ln & 1) and p[(ln, term.pred)] != term.negated)
+                     for ln in range(limits.WARP_LANES)]
+            assert vals["t.taken"] == taken, (name, rec.block)
+            branches += 1
         for ln, reg, v in rec.regs:
             regs[(*key, ln, reg)] = v & MASK32
         for ln, q, v in rec.preds:
@@ -130,6 +138,8 @@ def test_slots_compute_what_the_machine_computes(graph, name: str) -> None:
             else:
                 memory[(space, where)] = v & MASK32
     assert checked > 0
+    if name in BRANCHING:
+        assert branches > 0
     if name in STORING:
         assert stores_checked > 0
 

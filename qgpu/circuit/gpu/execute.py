@@ -46,7 +46,7 @@ from qgpu.circuit.gpu.machine import (
 )
 from qgpu.compiler import gadgets as gd
 from qgpu.compiler.graph import Address, Dim, Graph, Rule
-from qgpu.isa import INDEXED, PRED_DEST_OPS, SLOT_UNITS, Cmp, Instr, Op, SReg
+from qgpu.isa import INDEXED, PRED_DEST_OPS, SLOT_UNITS, Cmp, Instr, Op, SReg, TermKind
 
 PORTS = {"multiply": "abc", "memory": "abv"}
 """Register ports per slot unit: c is the addend of MAD, v the value a store or atomic writes;
@@ -167,10 +167,10 @@ def pred_bit(lane: int, p: int) -> int:
     return limits.NUM_PREDS * lane + p
 
 
-def guard(g: Graph, s: int) -> None:
-    """x{s}.pr = the warp's predicate row (one read for every lane and predicate), patched with
-    the predicates earlier slots of the block wrote; x{s}.ex{lane}: the lane is active and its
-    guard predicate allows the instruction."""
+def pred_row(g: Graph, s: int) -> str:
+    """x{s}.pr = the warp's predicate row (one read for every lane and predicate) as slot s
+    sees it: patched with the predicates slots 0..s-1 of the block wrote (s = 4: the row after
+    the block, which the terminator's branch reads)."""
     row = f"x{s}.pr"
     pred_bank(g, f"preds.{s}")
     g.feature(row, limits.WARP_LANES * limits.NUM_PREDS, accumulate=True)
@@ -186,6 +186,13 @@ def guard(g: Graph, s: int) -> None:
                     patch += [Rule(latest + (((f"x{j}.pres{lane}", 0), new), (bit, 1 - new)),
                                    ((bit, 1 if new else -1),)) for new in (0, 1)]
         g.rule_group(f"{row}.patch", patch)
+    return row
+
+
+def guard(g: Graph, s: int) -> None:
+    """x{s}.ex{lane}: the lane is active and its guard predicate (from the slot's predicate
+    row) allows the instruction."""
+    row = pred_row(g, s)
     for lane in LANES:
         ex = f"x{s}.ex{lane}"
         g.feature(ex, 1)
@@ -482,6 +489,19 @@ def shifts(g: Graph, s: int) -> None:
                  tuple(((res, j), 1) for j in range(WORD)))])
 
 
+def branch(g: Graph) -> None:
+    """t.taken: the active lanes for which the terminator's predicate, read after the block,
+    differs from its `negated` bit (a BRA's taken lanes; the others go to `other`)."""
+    term, row = limits.BLOCK_SLOTS, pred_row(g, limits.BLOCK_SLOTS)
+    kind, pred, neg = (instr_bits(term, f) for f in ("kind", "pred", "negated"))
+    bra = EXEC + tuple((d, int(TermKind.BRA) >> i & 1) for i, d in enumerate(kind))
+    g.feature("t.taken", limits.WARP_LANES)
+    g.rule_group("t.taken", [
+        Rule(bra + ((("msk1", lane), 1), (pred[0], p & 1), (pred[1], p >> 1), (neg[0], n),
+                    ((row, pred_bit(lane, p)), 1 - n)), ((("t.taken", lane), 1),))
+        for lane in LANES for p in range(limits.NUM_PREDS) for n in (0, 1)])
+
+
 def build_slots(g: Graph) -> None:
     for s in range(limits.BLOCK_SLOTS):
         guard(g, s)
@@ -500,3 +520,4 @@ def build_slots(g: Graph) -> None:
             memory.fault_checks(g, s)
             memory.store_records(g, s)
     memory.first_fault(g)
+    branch(g)
