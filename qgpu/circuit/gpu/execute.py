@@ -2,25 +2,26 @@
 
 Per slot s and lane l:
 
-* **operands** — ports a, b, c read the lane's register file (one bits-bank copy per slot, port
-  and lane, row = (warp, register), all written by VAL frames) at the address the slot's fields
-  name. A value an earlier slot of the same block wrote is patched in place: the read feature
-  gets +1/-1 per differing bit from the latest earlier slot that wrote that register in this
-  lane. With ``bi`` the immediate is added to port b (which then reads r0 = 0).
-* **guard** — the guard predicate is read and patched the same way; ``x{s}.ex{l}`` = the lane is
-  active and its guard allows the instruction.
+* **operands** — ports a, b (and c in multiplier slots, v in memory slots) read the lane's
+  register file (one bits-bank copy per slot, port and lane, row = (warp, register) addressed in
+  binary, all written by VAL frames) at the register the slot's fields name. A value an earlier
+  slot of the same block wrote is patched in place: the read feature gets +1/-1 per differing bit
+  from the latest earlier slot that wrote that register in this lane. With ``bi`` the immediate
+  is added to port b (which then reads r0 = 0); so is a memory access's offset.
+* **guard** — the warp's predicate row is read once per slot and patched bit by bit from earlier
+  slots; ``x{s}.ex{l}`` = the lane is active and its guard allows the instruction.
 * **results** — every unit adds into ``x{s}.res{l}`` (or the predicate ``x{s}.pres{l}``) gated
   by its opcode and ``ex``, so exactly one unit's value lands there; ``x{s}.wr{l}`` /
   ``x{s}.pwr{l}`` say the lane wrote register d (r0 never counts) / predicate d.
 
-Units so far: one adder per lane that adds or subtracts (ADD, SUB, and the flags of SETP and
-MIN/MAX), bitwise AND/OR/XOR/NOT, shifts (a two-stage barrel shifter per lane), special
-registers (S2R: lookups over the warp, the lane, the thread block and the launch shape read from
-memory). Slots whose unit is the multiplier (isa.SLOT_UNITS) compress a * b (+ c) into two
-numbers and hand them to the same adder, which then serves MUL and MAD as well: multiplying
-costs those slots four layers and no second adder.
+Units: one adder per lane that adds or subtracts (ADD, SUB, and the flags of SETP and MIN/MAX),
+bitwise AND/OR/XOR/NOT, shifts (a two-stage barrel shifter per lane), NEG/ABS/POPC/CLZ/BREV,
+SEL/PLOP, special registers (S2R: lookups over the warp, the lane, the thread block and the
+launch shape read from memory). Slots whose unit is the multiplier (isa.SLOT_UNITS) compress
+a * b (+ c) into two numbers and hand them to the same adder, which then serves MUL and MAD as
+well: multiplying costs those slots four layers and no second adder. Loads, stores, shuffles
+and faults of the memory slots are in memory.py; after the slots, the branch's taken lanes.
 """
-
 from __future__ import annotations
 
 import itertools

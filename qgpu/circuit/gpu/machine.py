@@ -2,17 +2,18 @@
 
 Built stage by stage; each stage adds features, memory banks and rule groups to one graph:
 
-* ``inputs`` — every token's input features (encoding.py) and the derived one-hots the banks
-  address with;
+* ``inputs`` — every token's input features (encoding.py);
 * ``prompt`` — what the prompt loads: the ROM (one bits bank per slot and 24-bit part, row =
   block), parameter words, the launch shape; every write is a conv1d frame (tokens.py);
 * ``state`` — the current warp, its active lanes and the thread block (written by EXEC and CTA
   tokens, read by every token);
 * ``writeback`` — VAL, PROW and MEM frames write the register files, predicate rows and memories
   that later blocks read (and from which the host reads results);
-* ``fetch`` — an EXEC token reads its block's rows and decodes every slot's fields.
+* ``fetch`` — an EXEC token reads its block's rows and decodes every slot's fields;
+* the slots (execute.py, memory.py) — operands, units, faults, store records, the branch.
 
-Stages still to come (execute, memory, control, write-back, selection) extend the same graph.
+Stages still to come (control: SIMT stack and scheduler; the outbox and the emission of the
+write-back frames; output selection) extend the same graph.
 """
 
 from __future__ import annotations
