@@ -34,6 +34,7 @@ from qgpu.isa import (
     SReg,
     Term,
     TermKind,
+    accesses_memory,
     format_instr,
     format_term,
     guard_parts,
@@ -315,7 +316,7 @@ class _Launch:
         elif op == Op.PLOP:
             self._need_pred(w, lanes, ins.a, ins)
             self._need_pred(w, lanes, ins.b, ins)
-        if op in (Op.ST, Op.ATOMG, Op.ATOMS) or (op == Op.LD and ins.mod & 3 != Space.PARAM):
+        if accesses_memory(ins):
             self._memory(w, lanes, ins, regs_w, mem_w)
             return
         if op == Op.SHFL:

@@ -268,7 +268,6 @@ def term_successors(kind: TermKind, target: int, other: int) -> list[int]:
 
 
 MUL_OPS = frozenset({Op.MUL, Op.MULHI, Op.MULHIU, Op.MAD})
-MEMORY_OPS = frozenset({Op.LD, Op.ST, Op.ATOMG, Op.ATOMS, Op.SHFL})
 SLOT_UNITS = ("memory", "multiply", "memory", "multiply")
 """The unit each slot has besides the ALU (every slot has one). A multiplier or a memory unit in
 every slot would make every slot as deep as its deepest unit (docs/ISA.md §6)."""
@@ -280,14 +279,14 @@ def unit_of(ins: Instr) -> str:
     a constant address) are ALU work: every slot reads the parameter words."""
     if ins.op in MUL_OPS:
         return "multiply"
-    if ins.op in MEMORY_OPS and not (ins.op == Op.LD and ins.mod & 3 == Space.PARAM):
+    if accesses_memory(ins) or ins.op == Op.SHFL:
         return "memory"
     return "alu"
 
 
 def accesses_memory(ins: Instr) -> bool:
     """Loads (not of parameters), stores and atomics."""
-    return ins.op in (Op.ST, Op.ATOMG, Op.ATOMS) or (ins.op == Op.LD and ins.mod & 3 != Space.PARAM)
+    return writes_memory(ins) or (ins.op == Op.LD and ins.mod & 3 != Space.PARAM)
 
 
 def writes_memory(ins: Instr) -> bool:
