@@ -10,6 +10,7 @@ import random
 import pytest
 
 from qgpu.driver import load_ptx
+from qgpu.interp import s32
 
 M32 = 0xFFFFFFFF
 LANES = 16  # four warps: lanes of one warp take different paths through the division
@@ -94,11 +95,6 @@ FORMS = HEADER + """
     ret;
 }
 """
-
-
-def s32(v: int) -> int:
-    v &= M32
-    return v - (1 << 32) if v >> 31 else v
 
 
 def udivmod(a: int, b: int, m: int = M32) -> tuple[int, int]:
