@@ -214,10 +214,10 @@ def pred_ports(g: Graph, s: int) -> None:
     row, c, a, b = f"x{s}.pr", instr_bits(s, "c"), instr_bits(s, "a"), instr_bits(s, "b")
     for lane in LANES:
         rules = []
+        g.feature(f"x{s}.px{lane}", 1)
+        g.feature(f"x{s}.py{lane}", 1)
         for port, op, field in (("px", Op.SEL, c), ("px", Op.PLOP, a), ("py", Op.PLOP, b)):
             out = f"x{s}.{port}{lane}"
-            if out not in g.features:
-                g.feature(out, 1)
             rules += [Rule(EXEC + op_is(s, op) + ((field[0], p & 1), (field[1], p >> 1),
                                                    ((row, pred_bit(lane, p)), 1)),
                            (((out, 0), 1),)) for p in range(limits.NUM_PREDS)]
