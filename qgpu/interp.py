@@ -1,9 +1,10 @@
 """Reference interpreter of the machine (docs/ISA.md): the semantics every other layer must match.
 
 Deterministic by construction: thread blocks run one after another; inside a block the
-lowest-numbered ready warp runs one machine block at a time; lanes apply stores and atomics in
-lane order. It records one trace entry per executed machine block per warp — the unit the model
-will later execute per generated token.
+lowest-numbered ready warp runs one machine block at a time — the lowest block any of its lanes is
+at, with every lane that is there (docs/ISA.md §5); lanes apply stores and atomics in lane
+order. It records one trace entry per executed machine block per warp — the unit the model
+executes per generated EXEC token.
 
 Registers, predicates, shared memory and local memory are *undefined* when a thread block starts
 (the model keeps them in state rows that the next thread block of a grid inherits uncleared, and
@@ -20,7 +21,6 @@ from functools import lru_cache
 from qgpu import limits
 from qgpu.errors import LaunchError, ResourceError, UsageError
 from qgpu.isa import (
-    EXIT_RECONV,
     INDEX_UNSIGNED,
     INDEXED,
     Atom,
@@ -58,12 +58,14 @@ class TraceRecord:
     block: int  # machine block (ROM index)
     warp: int
     mask: int  # active lanes when the block started (bit i = lane i)
-    regs: tuple[tuple[int, int, int], ...]  # (lane, register, final value) written, int32
+    # (lane, register, final value, slot of its last write) written, int32, by slot then lane
+    regs: tuple[tuple[int, int, int, int], ...]
     preds: tuple[tuple[int, int, bool], ...]  # (lane, predicate, final value) written
     # (space, byte address, final value) in the order of each word's last writing lane; a local
     # address is lane * LOCAL_WORDS * 4 + address
     mem: tuple[tuple[str, int, int], ...]
-    next_pc: int | None  # block this warp runs next (None: warp finished)
+    pcs: tuple[int, ...]  # per lane, the block it runs next after this one (EXITED: none)
+    waiting: bool  # the block ended at a barrier
 
 
 @dataclass
@@ -75,18 +77,14 @@ class MachineRun:
     stats: dict[str, int] = field(default_factory=dict)
 
 
-@dataclass
-class _Frame:
-    pc: int
-    rpc: int
-    mask: int
+EXITED = limits.ROM_BLOCKS
+"""The pc of a lane whose thread has exited (or that holds no thread)."""
 
 
 @dataclass
 class _Warp:
     index: int
-    live: int  # lanes holding a thread that has not exited
-    stack: list[_Frame]
+    pcs: list[int]  # per lane, the block it runs next (EXITED: none)
     regs: list[list[int]]
     preds: list[list[bool]]
     local: list[list[int]]
@@ -96,10 +94,21 @@ class _Warp:
     pred_def: list[int] = field(default_factory=lambda: [0] * limits.WARP_LANES)
     local_def: list[int] = field(default_factory=lambda: [0] * limits.WARP_LANES)
     waiting: bool = False
+    pc: int = 0  # the block being run
+
+    @property
+    def live(self) -> int:
+        """Lanes holding a thread that has not exited."""
+        return sum(1 << ln for ln, pc in enumerate(self.pcs) if pc != EXITED)
 
     @property
     def done(self) -> bool:
-        return not self.stack
+        return not self.live
+
+    def next_block(self) -> tuple[int, int]:
+        """The block the warp runs next — the lowest any lane is at — and the lanes there."""
+        pc = min(self.pcs)
+        return pc, sum(1 << ln for ln, p in enumerate(self.pcs) if p == pc)
 
 
 def check_launch_shape(grid: tuple[int, int], block: tuple[int, int]) -> None:
@@ -169,7 +178,7 @@ class _Launch:
         what = ""
         if ins is not None:
             what = f" in `{format_term(ins) if isinstance(ins, Term) else format_instr(ins)}`"
-        return (f"{self.prog.name}, block B{w.stack[-1].pc}{what}, blockIdx=({cta[0]},{cta[1]}), "
+        return (f"{self.prog.name}, block B{w.pc}{what}, blockIdx=({cta[0]},{cta[1]}), "
                 f"threadIdx=({tid[0]},{tid[1]})")
 
     def _undefined(self, what: str, w: _Warp, lane: int, ins: Instr | Term) -> LaunchError:
@@ -240,9 +249,8 @@ class _Launch:
             warps = []
             for wi in range((nthreads + limits.WARP_LANES - 1) // limits.WARP_LANES):
                 lanes = min(limits.WARP_LANES, nthreads - wi * limits.WARP_LANES)
-                live = (1 << lanes) - 1
                 warps.append(_Warp(
-                    wi, live, [_Frame(0, EXIT_RECONV, live)],
+                    wi, [0 if ln < lanes else EXITED for ln in range(limits.WARP_LANES)],
                     [[0] * limits.NUM_REGS for _ in range(limits.WARP_LANES)],
                     [[False] * limits.NUM_PREDS for _ in range(limits.WARP_LANES)],
                     [[0] * limits.LOCAL_WORDS for _ in range(limits.WARP_LANES)],
@@ -267,27 +275,27 @@ class _Launch:
                 f"launch did not finish within {self.step_limit} block executions (a loop that "
                 f"never ends?); last at {self._where(w, 0)}"
             )
-        frame = w.stack[-1]
-        pc = frame.pc
+        pc, mask = w.next_block()
+        w.pc = pc
         blk: Block = self.prog.blocks[pc]
-        mask = frame.mask
-        regs_written: dict[tuple[int, int], int] = {}
+        regs_written: dict[tuple[int, int], tuple[int, int]] = {}
         preds_written: dict[tuple[int, int], bool] = {}
         mem_written: dict[tuple[str, int], int] = {}
         try:
-            for ins in blk.instrs:
-                self._exec(w, mask, ins, regs_written, preds_written, mem_written)
-            self._terminate(w, blk)
+            for slot, ins in enumerate(blk.instrs):
+                self._exec(w, mask, ins, slot, regs_written, preds_written, mem_written)
+            self._terminate(w, blk, mask)
         except LaunchError as e:
             e.block, e.trace = (self.cta, pc, w.index, mask), list(self.trace)
             raise
         if self.record:
             self.trace.append(TraceRecord(
                 self.cta, pc, w.index, mask,
-                tuple((ln, r, s32(v)) for (ln, r), v in regs_written.items()),
+                tuple(sorted(((ln, r, s32(v), slot) for (ln, r), (slot, v) in regs_written.items()),
+                             key=lambda e: (e[3], e[0]))),
                 tuple((ln, p, v) for (ln, p), v in preds_written.items()),
                 tuple((sp, a, s32(v)) for (sp, a), v in mem_written.items()),
-                None if w.done else w.stack[-1].pc,
+                tuple(w.pcs), w.waiting,
             ))
 
     def _exec(
@@ -295,7 +303,8 @@ class _Launch:
         w: _Warp,
         mask: int,
         ins: Instr,
-        regs_w: dict[tuple[int, int], int],
+        slot: int,
+        regs_w: dict[tuple[int, int], tuple[int, int]],
         preds_w: dict[tuple[int, int], bool],
         mem_w: dict[tuple[str, int], int],
     ) -> None:
@@ -317,7 +326,7 @@ class _Launch:
             self._need_pred(w, lanes, ins.a, ins)
             self._need_pred(w, lanes, ins.b, ins)
         if accesses_memory(ins):
-            self._memory(w, lanes, ins, regs_w, mem_w)
+            self._memory(w, lanes, ins, slot, regs_w, mem_w)
             return
         if op == Op.SHFL:
             results = self._shuffle(w, lanes, ins, mask)
@@ -353,7 +362,8 @@ class _Launch:
             for ln, v in zip(lanes, results, strict=False):
                 R[ln][ins.d] = v & MASK32
                 w.reg_def[ln] |= 1 << ins.d
-                regs_w[(ln, ins.d)] = v & MASK32
+                regs_w.pop((ln, ins.d), None)
+                regs_w[(ln, ins.d)] = (slot, v & MASK32)
 
     def _shuffle(self, w: _Warp, lanes: list[int], ins: Instr, mask: int) -> list[int]:
         out = []
@@ -381,7 +391,8 @@ class _Launch:
         w: _Warp,
         lanes: list[int],
         ins: Instr,
-        regs_w: dict[tuple[int, int], int],
+        slot: int,
+        regs_w: dict[tuple[int, int], tuple[int, int]],
         mem_w: dict[tuple[str, int], int],
     ) -> None:
         op, R = ins.op, w.regs
@@ -442,49 +453,28 @@ class _Launch:
             for ln, v in zip(lanes, results, strict=False):
                 R[ln][ins.d] = v
                 w.reg_def[ln] |= 1 << ins.d
-                regs_w[(ln, ins.d)] = v
+                regs_w[(ln, ins.d)] = (slot, v)
 
-    def _terminate(self, w: _Warp, blk: Block) -> None:
+    def _terminate(self, w: _Warp, blk: Block, mask: int) -> None:
+        """Move the block's lanes on: each lane's pc becomes the block it runs next."""
         t = blk.term
-        top = w.stack[-1]
-        if t.kind == TermKind.EXIT:
-            gone = top.mask
-            w.live &= ~gone
-            for f in w.stack:
-                f.mask &= ~gone
-            while w.stack and not w.stack[-1].mask:
-                w.stack.pop()
-            return
+        lanes = [ln for ln in range(limits.WARP_LANES) if mask >> ln & 1]
         if t.kind == TermKind.BAR:
-            if top.mask != w.live:
+            if mask != w.live:
                 raise LaunchError(
-                    f"__syncthreads() reached by a divergent warp (active lanes {top.mask:04b} of "
+                    f"__syncthreads() reached by a divergent warp (active lanes {mask:04b} of "
                     f"{w.live:04b}) at {self._where(w, 0)}", "divergent_barrier"
                 )
-            top.pc = t.target
             w.waiting = True
-        elif t.kind == TermKind.JMP:
-            top.pc = t.target
-        else:
-            self._need_pred(w, [ln for ln in range(limits.WARP_LANES) if top.mask >> ln & 1],
-                            t.pred, t)
-            taken = 0
-            for ln in range(limits.WARP_LANES):
-                if top.mask >> ln & 1 and w.preds[ln][t.pred] != t.negated:
-                    taken |= 1 << ln
-            other = top.mask & ~taken
-            if not other:
-                top.pc = t.target
-            elif not taken:
-                top.pc = t.other
+        if t.kind == TermKind.BRA:
+            self._need_pred(w, lanes, t.pred, t)
+        for ln in lanes:
+            if t.kind == TermKind.EXIT:
+                w.pcs[ln] = EXITED
+            elif t.kind == TermKind.BRA and w.preds[ln][t.pred] == t.negated:
+                w.pcs[ln] = t.other
             else:
-                top.pc = t.reconv
-                w.stack.append(_Frame(t.other, t.reconv, other))
-                w.stack.append(_Frame(t.target, t.reconv, taken))
-        while len(w.stack) > 1 and w.stack[-1].pc == w.stack[-1].rpc:
-            w.stack.pop()
-        if w.stack[-1].pc == EXIT_RECONV:
-            raise LaunchError(f"{self.prog.name}: control reached the exit sentinel")
+                w.pcs[ln] = t.target
 
 
 def shuffle_lane(mode: int, bval: int, shape: int, lane: int) -> int:

@@ -234,12 +234,9 @@ class TermKind(IntEnum):
     """How a block ends."""
 
     JMP = 0  # all active lanes continue at target
-    BRA = 1  # lanes with the predicate go to target, the others to other; reconverge at reconv
+    BRA = 1  # lanes with the predicate go to target, the others to other
     BAR = 2  # bar.sync 0, then continue at target
     EXIT = 3  # active lanes finish
-
-
-EXIT_RECONV = -1  # reconv of a branch whose paths never meet again before exiting
 
 
 @dataclass(frozen=True)
@@ -249,12 +246,11 @@ class Term:
     kind: TermKind
     target: int = 0
     other: int = 0
-    reconv: int = EXIT_RECONV
     pred: int = 0
     negated: bool = False
 
     def successors(self) -> list[int]:
-        """Blocks a thread may run next (reconvergence is reached through these)."""
+        """Blocks a thread may run next."""
         return term_successors(self.kind, self.target, self.other)
 
 
@@ -344,11 +340,9 @@ class Program:
 # --- binary encoding ------------------------------------------------------------------------
 # Instruction word (63 bits): imm:32 | bi:1 | c:4 | b:4 | a:4 | d:4 | guard:4 | mod:4 | op:6
 _FIELDS = (("op", 6), ("mod", 4), ("guard", 4), ("d", 4), ("a", 4), ("b", 4), ("c", 4), ("bi", 1))
-# Terminator word (27 bits): reconv:8 | other:7 | target:7 | negated:1 | pred:2 | kind:2
-_TERM_FIELDS = (
-    ("kind", 2), ("pred", 2), ("negated", 1), ("target", 7), ("other", 7), ("reconv", 8),
-)
-_EXIT_CODE = 255  # reconv field value of EXIT_RECONV
+# Terminator word (19 bits): other:7 | target:7 | negated:1 | pred:2 | kind:2
+_TERM_FIELDS = (("kind", 2), ("pred", 2), ("negated", 1), ("target", 7), ("other", 7))
+TERM_BITS = sum(width for _, width in _TERM_FIELDS)
 
 
 def encode_instr(ins: Instr) -> int:
@@ -376,10 +370,10 @@ def decode_instr(word: int) -> Instr:
 
 
 def encode_term(t: Term) -> int:
-    """Pack a terminator; reconv EXIT_RECONV is stored as 255."""
+    """Pack a terminator."""
     vals = {
         "kind": int(t.kind), "pred": t.pred, "negated": int(t.negated), "target": t.target,
-        "other": t.other, "reconv": _EXIT_CODE if t.reconv == EXIT_RECONV else t.reconv,
+        "other": t.other,
     }
     word, shift = 0, 0
     for name, width in _TERM_FIELDS:
@@ -395,8 +389,7 @@ def decode_term(word: int) -> Term:
     for name, width in _TERM_FIELDS:
         vals[name] = (word >> shift) & ((1 << width) - 1)
         shift += width
-    reconv = EXIT_RECONV if vals["reconv"] == _EXIT_CODE else vals["reconv"]
-    return Term(TermKind(vals["kind"]), vals["target"], vals["other"], reconv, vals["pred"],
+    return Term(TermKind(vals["kind"]), vals["target"], vals["other"], vals["pred"],
                 bool(vals["negated"]))
 
 
@@ -458,9 +451,8 @@ def format_term(t: Term) -> str:
         return f"bar.sync -> B{t.target}"
     if t.kind == TermKind.EXIT:
         return "exit"
-    reconv = "exit" if t.reconv == EXIT_RECONV else f"B{t.reconv}"
     neg = "!" if t.negated else ""
-    return f"bra {neg}p{t.pred} ? B{t.target} : B{t.other}, reconverge {reconv}"
+    return f"bra {neg}p{t.pred} ? B{t.target} : B{t.other}"
 
 
 def format_program(prog: Program) -> str:

@@ -9,8 +9,8 @@ terminator row of every block carries its live-out masks and the model writes ba
 Row layout (each row is one GDN memory word, loaded in 24-bit parts):
 * slots 0..3: the instruction words of docs/ISA.md (63 bits; an empty slot is word 0, which is
   ``add r0, r0, r0``, a no-op);
-* slot 4: terminator word (27 bits) | live-out registers r1..r15 (bits 27..41) | live-out
-  predicates p0..p3 (bits 42..45).
+* slot 4: terminator word (19 bits) | live-out registers r1..r15 (bits 19..33) | live-out
+  predicates p0..p3 (bits 34..37).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from qgpu import limits
 from qgpu.isa import (
+    TERM_BITS,
     Block,
     Instr,
     Program,
@@ -34,8 +35,9 @@ TERM_SLOT = limits.BLOCK_SLOTS
 PART_BITS = 24  # a ROM row is loaded as parts of this many bits (three data bytes per frame)
 ROW_BITS = 63
 PARTS = -(-ROW_BITS // PART_BITS)
-_LIVE_REGS_SHIFT = 27
+_LIVE_REGS_SHIFT = TERM_BITS
 _LIVE_PREDS_SHIFT = _LIVE_REGS_SHIFT + limits.NUM_REGS - 1
+TERM_ROW_BITS = _LIVE_PREDS_SHIFT + limits.NUM_PREDS
 
 
 @dataclass(frozen=True)

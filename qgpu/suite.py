@@ -87,7 +87,7 @@ def token_counts(k: SuiteKernel, kernel, args: list[Any], trace: list) -> dict[s
     launch = tokens.Launch(prog, k.grid, k.block, place.params, place.memory, place.allocations,
                            prog.shared_bytes(k.dynamic_shared) // 4)
     return {"prompt_tokens": len(tokens.prompt_tokens(launch)),
-            "generated_tokens": len(tokens.expected_tokens(prog, trace))}
+            "generated_tokens": len(tokens.expected_tokens(launch, trace))}
 
 
 def print_suite_report(names: list[str], seeds: int) -> int:

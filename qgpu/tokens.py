@@ -30,6 +30,9 @@ token                      meaning                                              
 ``go``                     end of the prompt: the model takes over                 prompt
 ``dK:X``                   data byte X, K tokens before its header                 both
 ``exec:B:wW:mM``           warp W runs machine block B with active lanes M         generated
+``park:B:wW:mM``           lanes M of warp W wait at block B                       generated
+``exit:wW:mM``             lanes M of warp W have exited                           generated
+``warp:wW``                the scheduler looks at warp W                           generated
 ``cta:C``                  thread block C (C >= 1) starts                          generated
 ``val:rR:L:X``             register R of lane L (or every active lane: ``all``)    generated
                            gets the frame's value, byte 0 = X
@@ -49,8 +52,8 @@ from dataclasses import dataclass
 
 from qgpu import limits, rom
 from qgpu.errors import LaunchError, UsageError
-from qgpu.interp import MASK32, TraceRecord
-from qgpu.isa import Program
+from qgpu.interp import EXITED, MASK32, TraceRecord
+from qgpu.isa import Program, Term, TermKind
 
 PREFIX = "<|gpu:"
 SUFFIX = "|>"
@@ -119,6 +122,11 @@ def vocabulary() -> list[str]:
     out += [name(f"shared:{n}") for n in range(limits.SHARED_WORDS + 1)]
     out += [name(f"exec:{b}:w{w}:m{m}") for b in range(limits.ROM_BLOCKS)
             for w in range(limits.MAX_WARPS) for m in range(1, 1 << limits.WARP_LANES)]
+    masks = range(1, 1 << limits.WARP_LANES)
+    out += [name(f"park:{b}:w{w}:m{m}") for b in range(limits.ROM_BLOCKS)
+            for w in range(limits.MAX_WARPS) for m in masks]
+    out += [name(f"exit:w{w}:m{m}") for w in range(limits.MAX_WARPS) for m in masks]
+    out += [name(f"warp:w{w}") for w in range(limits.MAX_WARPS)]
     out += [name(f"cta:{c}") for c in range(1, limits.MAX_GRID_BLOCKS)]
     lanes = [*map(str, range(limits.WARP_LANES)), LANE_ALL]
     out += [name(f"val:r{r}:{ln}:{x}") for r in range(1, limits.NUM_REGS) for ln in lanes
@@ -189,6 +197,10 @@ def _lanes(mask: int) -> list[int]:
     return [ln for ln in range(limits.WARP_LANES) if mask >> ln & 1]
 
 
+def _mask(lanes: Iterable[int]) -> int:
+    return sum(1 << ln for ln in lanes)
+
+
 def pred_row(preds: Iterable[tuple[int, int, bool]], row: int = 0) -> int:
     """A warp's predicate row (bit 4 * lane + predicate) after these writes."""
     for ln, p, v in preds:
@@ -197,23 +209,30 @@ def pred_row(preds: Iterable[tuple[int, int, bool]], row: int = 0) -> int:
     return row
 
 
-def block_tokens(rec: TraceRecord, live: rom.Live, row: int) -> list[str]:
-    """EXEC and the write-back frames of one executed block, in the protocol's order:
-    live registers ascending (one frame for all active lanes when they all wrote one value,
-    else one per lane), the warp's predicate row `row` (as the model holds it after the block)
-    if the block wrote a live predicate, then the words the block's store or atomic wrote, in lane
-    order (a word several lanes wrote goes once, with the last lane's value, at that lane: the
-    model skips a lane whose word a later lane also writes, so it never sorts)."""
-    out = [name(f"exec:{rec.block}:w{rec.warp}:m{rec.mask}")]
-    for r in range(1, limits.NUM_REGS):
-        writes = {ln: v for ln, reg, v in rec.regs if reg == r}
-        if not writes or not live.regs >> r & 1:
+def exec_token(block: int, warp: int, mask: int) -> str:
+    return name(f"exec:{block}:w{warp}:m{mask}")
+
+
+def writeback_tokens(rec: TraceRecord, live: rom.Live, row: int) -> list[str]:
+    """The write-back frames of one executed block, in the protocol's order: slot by slot, the
+    live register the slot wrote last in some lanes (one ``all`` frame when that is every
+    active lane with one value, else one frame per lane, ascending); the warp's predicate row
+    `row` (as the model holds it after the block) if the block wrote a live predicate; then the
+    words the block's store or atomic wrote, in lane order (a word several lanes wrote goes once,
+    with the last lane's value, at that lane: the model skips a lane whose word a later lane also
+    writes, so it never sorts)."""
+    out: list[str] = []
+    for slot in range(limits.BLOCK_SLOTS):
+        writes = {ln: (r, v) for ln, r, v, s in rec.regs if s == slot and live.regs >> r & 1}
+        if not writes:
             continue
-        if set(writes) == set(_lanes(rec.mask)) and len(set(writes.values())) == 1:
-            out += frame(f"val:r{r}:{LANE_ALL}:{{}}", next(iter(writes.values())))
+        r = next(iter(writes.values()))[0]
+        values = {v for _, v in writes.values()}
+        if set(writes) == set(_lanes(rec.mask)) and len(values) == 1:
+            out += frame(f"val:r{r}:{LANE_ALL}:{{}}", values.pop())
         else:
             for ln in sorted(writes):
-                out += frame(f"val:r{r}:{ln}:{{}}", writes[ln])
+                out += frame(f"val:r{r}:{ln}:{{}}", writes[ln][1])
     if any(live.preds >> p & 1 for _, p, _ in rec.preds):
         out += frame("prow:{}", row)
     for sp, a, v in rec.mem:
@@ -221,36 +240,122 @@ def block_tokens(rec: TraceRecord, live: rom.Live, row: int) -> list[str]:
     return out
 
 
-def expected_tokens(program: Program, trace: list[TraceRecord]) -> list[str]:
+class _Schedule:
+    """The scheduler's side of the stream, replayed from the trace: after each block, the tokens
+    that park lanes, mark exits and hand over to the next warp, thread block or END.
+
+    A lane's pc lives in the model's state; a block's lanes move on to the terminator's targets.
+    The lanes that go where the warp runs next are written by that EXEC; the others are written
+    by ``park`` (lanes waiting at another block) and ``exit`` tokens — except where nothing will
+    read them again (a lone warp's exit). A warp that waits at a barrier or is done hands over by
+    a *sweep*: ``warp:wV`` for V = W+1, W+2, ... (cyclically), each looking at one warp, until a
+    warp with live lanes (released from a barrier, if it waits) — that warp's EXEC follows — or,
+    back at W, none: the next thread block (``cta``) or ``end``. A lone warp passes a barrier at
+    once."""
+
+    def __init__(self, launch: Launch) -> None:
+        self.threads = launch.block[0] * launch.block[1]
+        self.warps = -(-self.threads // limits.WARP_LANES)
+        self.ctas = launch.grid[0] * launch.grid[1]
+        self.cta = 0
+        self.pcs = self._start()
+
+    def _start(self) -> list[list[int]]:
+        return [[0 if w * limits.WARP_LANES + ln < self.threads else EXITED
+                 for ln in range(limits.WARP_LANES)] for w in range(self.warps)]
+
+    def next_block(self, warp: int) -> tuple[int, int] | None:
+        """(block, lanes) a warp runs next: its lowest pc; None when it is done."""
+        pc = min(self.pcs[warp])
+        return None if pc == EXITED else (pc, _mask(ln for ln, p in enumerate(self.pcs[warp])
+                                                    if p == pc))
+
+    def first(self) -> tuple[int, int, int, int]:
+        block, mask = self.next_block(0)  # type: ignore[misc]
+        return self.cta, block, 0, mask
+
+    def after(self, rec: TraceRecord, term: Term) -> tuple[list[str], tuple | None]:
+        """The tail after a block's write-back and the next EXEC (cta, block, warp, lanes) or
+        None (the stream ends with END)."""
+        w = rec.warp
+        self.pcs[w] = list(rec.pcs)
+        lone = self.warps == 1
+        nxt = self.next_block(w)
+        cont = nxt is not None and not (rec.waiting and not lone)
+        if term.kind == TermKind.EXIT:
+            groups = [EXITED]
+        elif term.kind == TermKind.BRA:
+            groups = [term.target, term.other]
+        else:
+            groups = [term.target]
+        out: list[str] = []
+        for pc in groups:
+            lanes = _mask(ln for ln in _lanes(rec.mask) if rec.pcs[ln] == pc)
+            if not lanes or cont and nxt is not None and pc == nxt[0]:
+                continue
+            if pc == EXITED:
+                if cont or not lone:
+                    out.append(name(f"exit:w{w}:m{lanes}"))
+            else:
+                out.append(name(f"park:{pc}:w{w}:m{lanes}"))
+        if cont:
+            assert nxt is not None
+            return out, (self.cta, nxt[0], w, nxt[1])
+        v = w
+        while not lone:
+            v = (v + 1) % self.warps
+            out.append(name(f"warp:w{v}"))
+            if (found := self.next_block(v)) is not None:
+                return out, (self.cta, found[0], v, found[1])
+            if v == w:
+                break
+        if self.cta + 1 == self.ctas:
+            return out, None
+        self.cta += 1
+        self.pcs = self._start()
+        out.append(name(f"cta:{self.cta}"))
+        return out, self.first()
+
+
+def _stream(launch: Launch, trace: list[TraceRecord]) -> tuple[list[str], tuple | None]:
+    """Every token of the completed blocks (each EXEC with its write-back and tail) and the EXEC
+    that comes next (None: the launch is over)."""
+    program = launch.program
+    live = rom.live_out(program)
+    sched = _Schedule(launch)
+    nxt: tuple | None = sched.first()
+    out: list[str] = []
+    rows = [0] * limits.MAX_WARPS  # the model's predicate rows: kept across thread blocks
+    for rec in trace:
+        if nxt != (rec.cta, rec.block, rec.warp, rec.mask):
+            raise UsageError(f"the trace runs {(rec.cta, rec.block, rec.warp, rec.mask)} where "
+                             f"the schedule runs {nxt}")
+        out.append(exec_token(rec.block, rec.warp, rec.mask))
+        rows[rec.warp] = pred_row(rec.preds, rows[rec.warp])
+        out += writeback_tokens(rec, live[rec.block], rows[rec.warp])
+        tail, nxt = sched.after(rec, program.blocks[rec.block].term)
+        out += tail
+    return out, nxt
+
+
+def expected_tokens(launch: Launch, trace: list[TraceRecord]) -> list[str]:
     """The tokens the model must generate for a launch the reference interpreter completed."""
-    return _blocks(program, trace)[0] + [name("end")]
+    out, nxt = _stream(launch, trace)
+    if nxt is not None:
+        raise UsageError(f"the trace ends before the launch does (next: {nxt})")
+    return out + [name("end")]
 
 
-def fault_tokens(program: Program, error: LaunchError) -> list[str]:
+def fault_tokens(launch: Launch, error: LaunchError) -> list[str]:
     """The tokens the model must generate for a launch that stopped on a fault it reports:
     the blocks before it, the faulting block's EXEC, then ``fault:KIND`` (no write-back)."""
     if error.fault not in FAULTS or error.block is None:
         raise UsageError(f"not a fault the model reports: {error.message}")
-    out, cta = _blocks(program, error.trace)
-    fcta, block, warp, mask = error.block
-    if fcta != cta:
-        out.append(name(f"cta:{fcta}"))
-    return out + [name(f"exec:{block}:w{warp}:m{mask}"), name(f"fault:{error.fault}")]
-
-
-def _blocks(program: Program, trace: list[TraceRecord]) -> tuple[list[str], int]:
-    """EXEC and write-back tokens of completed blocks, and the thread block they ended in."""
-    live = rom.live_out(program)
-    out: list[str] = []
-    cta = 0
-    rows = [0] * limits.MAX_WARPS  # the model's predicate rows: kept across thread blocks
-    for rec in trace:
-        if rec.cta != cta:
-            cta = rec.cta
-            out.append(name(f"cta:{cta}"))
-        rows[rec.warp] = pred_row(rec.preds, rows[rec.warp])
-        out += block_tokens(rec, live[rec.block], rows[rec.warp])
-    return out, cta
+    out, nxt = _stream(launch, error.trace)
+    if nxt != error.block:
+        raise UsageError(f"the fault is at {error.block}, the schedule runs {nxt}")
+    _, block, warp, mask = error.block
+    return out + [exec_token(block, warp, mask), name(f"fault:{error.fault}")]
 
 
 # --- decoding -------------------------------------------------------------------------------

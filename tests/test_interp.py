@@ -4,9 +4,8 @@ import pytest
 
 from qgpu import limits
 from qgpu.errors import LaunchError, ResourceError
-from qgpu.interp import MASK32, alu, atomic, run_program, s32
+from qgpu.interp import EXITED, MASK32, alu, atomic, run_program, s32
 from qgpu.isa import (
-    EXIT_RECONV,
     INDEXED,
     NO_GUARD,
     Atom,
@@ -87,13 +86,13 @@ def test_atomics(kind: Atom, old: int, b: int, c: int, want: int) -> None:
     assert atomic(kind, old, b, c) == want
 
 
-def test_divergent_branch_reconverges_at_its_postdominator() -> None:
-    # B0: p0 = tid odd; bra p0 ? B1 : B2, reconverge B3
-    # B1: out[tid] = 1 ; B2: out[tid] = 2 ; B4, B5: out[tid] += 10 ; B3: exit (one frame again)
+def test_divergent_paths_meet_again_at_the_first_block_both_reach() -> None:
+    # B0: p0 = tid odd; bra p0 ? B1 : B2
+    # B1: out[tid] = 1 ; B2: out[tid] = 2 ; B4, B5: out[tid] += 10 ; B3: exit
     head = store_tid_times(0)
     prog = program(
         block((Instr(Op.S2R, 3, mod=SReg.TID_X), imm(Op.AND, 3, 3, 1),
-               imm(Op.SETP, 0, 3, 1, mod=Cmp.EQ)), Term(TermKind.BRA, 1, 2, 3, 0)),
+               imm(Op.SETP, 0, 3, 1, mod=Cmp.EQ)), Term(TermKind.BRA, 1, 2, 0)),
         block(head[:3] + (imm(Op.ADD, 2, 0, 1),), Term(TermKind.JMP, 4)),
         block(head[:3] + (imm(Op.ADD, 2, 0, 2),), Term(TermKind.JMP, 4)),
         block((), EXIT),
@@ -103,29 +102,28 @@ def test_divergent_branch_reconverges_at_its_postdominator() -> None:
     )
     res = run(prog)
     assert res.memory[1:5] == [12, 11, 12, 11]
-    # taken path (odd lanes) first, then even lanes, then the merged frame at B3
+    # the lowest block first: odd lanes at B1, then even lanes at B2; all lanes are at B4 then
     assert [(r.block, r.mask) for r in res.trace] == [
-        (0, 0b1111), (1, 0b1010), (4, 0b1010), (5, 0b1010), (2, 0b0101), (4, 0b0101),
-        (5, 0b0101), (3, 0b1111)]
-    assert res.trace[1].regs[0][0] == 1 and res.trace[-1].next_pc is None
+        (0, 0b1111), (1, 0b1010), (2, 0b0101), (4, 0b1111), (5, 0b1111), (3, 0b1111)]
+    assert res.trace[0].pcs == (2, 1, 2, 1) and res.trace[1].pcs == (2, 4, 2, 4)
+    assert res.trace[1].regs[0][0] == 1 and res.trace[-1].pcs == (EXITED,) * 4
 
 
 def test_exited_threads_do_not_block_a_barrier_but_divergence_does() -> None:
     # lanes >= 2 exit early; the rest pass a barrier
-    def prog(reconv_exit: bool) -> Program:
-        return program(
-            block((Instr(Op.S2R, 3, mod=SReg.TID_X), imm(Op.SETP, 0, 3, 2, mod=Cmp.GE)),
-                  Term(TermKind.BRA, 1, 2, EXIT_RECONV if reconv_exit else 3, 0)),
-            block((), EXIT),
-            block((), Term(TermKind.BAR, 3)),
-            block(store_tid_times(5)[:3] + (imm(Op.ADD, 2, 0, 5),), Term(TermKind.JMP, 4)),
-            block((Instr(Op.ST, 0, 1, 2, mod=Space.GLOBAL),), EXIT),
-        )
-    assert run(prog(True)).memory[1:5] == [5, 5, 0, 0]
-    # a barrier inside an if that other lanes skip (they wait at the reconvergence point)
+    prog = program(
+        block((Instr(Op.S2R, 3, mod=SReg.TID_X), imm(Op.SETP, 0, 3, 2, mod=Cmp.GE)),
+              Term(TermKind.BRA, 1, 2, 0)),
+        block((), EXIT),
+        block((), Term(TermKind.BAR, 3)),
+        block(store_tid_times(5)[:3] + (imm(Op.ADD, 2, 0, 5),), Term(TermKind.JMP, 4)),
+        block((Instr(Op.ST, 0, 1, 2, mod=Space.GLOBAL),), EXIT),
+    )
+    assert run(prog).memory[1:5] == [5, 5, 0, 0]
+    # a barrier inside an if that other lanes skip
     bad = program(
         block((Instr(Op.S2R, 3, mod=SReg.TID_X), imm(Op.SETP, 0, 3, 2, mod=Cmp.GE)),
-              Term(TermKind.BRA, 1, 2, 2, 0)),
+              Term(TermKind.BRA, 1, 2, 0)),
         block((), Term(TermKind.BAR, 2)),
         block((), EXIT),
     )
@@ -376,11 +374,11 @@ def test_branch_reads_its_predicate_only_in_active_lanes() -> None:
             block((Instr(Op.S2R, 1, mod=SReg.TID_X), imm(Op.AND, 2, 1, 1),
                    imm(Op.SETP, 0, 2, 1, mod=Cmp.EQ),
                    imm(Op.SETP, 1, 1, 3, mod=Cmp.EQ, guard=guard_code(0))), first),
-            block((), Term(TermKind.BRA, 2, 3, 3, 1)),
+            block((), Term(TermKind.BRA, 2, 3, 1)),
             block((imm(Op.ADD, 5, 0, 1),), Term(TermKind.JMP, 3)),
             block((), EXIT),
         )
-    res = run(prog(Term(TermKind.BRA, 1, 3, 3, 0)))
+    res = run(prog(Term(TermKind.BRA, 1, 3, 0)))
     assert [(r.block, r.mask) for r in res.trace] == [(0, 0b1111), (1, 0b1010), (2, 0b1000),
                                                       (3, 0b1111)]
     # all lanes reaching the inner branch: lane 0 has not written p1
@@ -388,7 +386,7 @@ def test_branch_reads_its_predicate_only_in_active_lanes() -> None:
         run(prog(Term(TermKind.JMP, 1)))
     assert err.value.message == (
         "read of p1 before any write in this thread block at test, block B1 in "
-        "`bra p1 ? B2 : B3, reconverge B3`, blockIdx=(0,0), threadIdx=(0,0)")
+        "`bra p1 ? B2 : B3`, blockIdx=(0,0), threadIdx=(0,0)")
 
 
 def test_shuffle_reads_register_a_of_the_source_lane() -> None:

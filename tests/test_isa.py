@@ -6,7 +6,6 @@ import pytest
 
 from qgpu import limits
 from qgpu.isa import (
-    EXIT_RECONV,
     Block,
     Instr,
     Op,
@@ -42,7 +41,7 @@ def test_instruction_encoding_round_trips() -> None:
 
 def test_terminator_encoding_round_trips() -> None:
     for t in (Term(TermKind.JMP, 5), Term(TermKind.EXIT), Term(TermKind.BAR, 63),
-              Term(TermKind.BRA, 1, 2, EXIT_RECONV, 3, True), Term(TermKind.BRA, 7, 9, 12, 0)):
+              Term(TermKind.BRA, 1, 2, 3, True), Term(TermKind.BRA, 127, 9, 0)):
         assert decode_term(encode_term(t)) == t
 
 
@@ -66,8 +65,8 @@ def test_blocks_hold_at_most_the_slot_count() -> None:
 
 def test_format_program_is_readable() -> None:
     prog = Program("k", (Block((Instr(Op.ADD, 1, 0, imm=7, bi=True, guard=guard_code(2, True)),),
-                               Term(TermKind.BRA, 0, 1, EXIT_RECONV, 1)),
+                               Term(TermKind.BRA, 0, 1, 1)),
                          Block((), Term(TermKind.EXIT))), 0, 0, 0, 0)
     text = format_program(prog)
     assert "@!p2 add r1, r0, 7" in text
-    assert "bra p1 ? B0 : B1, reconverge exit" in text
+    assert "bra p1 ? B0 : B1" in text

@@ -2,6 +2,7 @@
 
 from qgpu import rom
 from qgpu.isa import (
+    TERM_BITS,
     Block,
     Cmp,
     Instr,
@@ -33,7 +34,7 @@ def test_loop_carried_values_are_live_and_dead_writes_are_not() -> None:
               Term(TermKind.JMP, 1)),
         # B1: r1 += 1; p0 = r1 < r2; loop while p0
         Block((imm(Op.ADD, 1, 1, 1), Instr(Op.SETP, 0, 1, 2, mod=Cmp.LT)),
-              Term(TermKind.BRA, 1, 2, 2, 0)),
+              Term(TermKind.BRA, 1, 2, 0)),
         # B2: store r1
         Block((Instr(Op.ST, 0, 0, 1),), EXIT),
     )
@@ -47,7 +48,7 @@ def test_a_guarded_write_does_not_kill_and_branch_predicates_are_live() -> None:
     prog = program(
         Block((imm(Op.ADD, 1, 0, 1), imm(Op.SETP, 1, 1, 0, mod=Cmp.GT)), Term(TermKind.JMP, 1)),
         Block((imm(Op.ADD, 1, 0, 5, guard=guard_code(1)),), Term(TermKind.JMP, 2)),
-        Block((Instr(Op.ST, 0, 0, 1),), Term(TermKind.BRA, 3, 3, 3, 1)),
+        Block((Instr(Op.ST, 0, 0, 1),), Term(TermKind.BRA, 3, 3, 1)),
         Block((), EXIT),
     )
     live = rom.live_out(prog)
@@ -62,8 +63,9 @@ def test_rows_hold_instructions_and_terminator_with_live_masks() -> None:
     assert decode_instr(rows[(0, 0)]) == b0.instrs[0]
     assert (0, 1) not in rows  # add r0, r0, r0 is word 0: the no-op an empty slot reads as
     term = rows[(0, rom.TERM_SLOT)]
-    assert decode_term(term & ((1 << 27) - 1)) == b0.term
-    assert term >> 27 == 0b1  # r1 live (bit 0 = r1)
+    assert decode_term(term & ((1 << TERM_BITS) - 1)) == b0.term
+    assert term >> TERM_BITS == 0b1  # r1 live (bit 0 = r1)
+    assert term < 1 << rom.TERM_ROW_BITS
     assert all(row < 1 << rom.ROW_BITS for row in rows.values())
     assert sum(p << (rom.PART_BITS * i) for i, p in enumerate(rom.parts(rows[(0, 0)]))) \
         == rows[(0, 0)]

@@ -1,9 +1,10 @@
-"""CFG clean-up, reconvergence points and ROM layout.
+"""CFG clean-up and ROM layout.
 
 Basic blocks are cleaned (unreachable blocks dropped, empty jump blocks threaded, straight-line
-chains merged), each branch gets its immediate post-dominator as reconvergence point, and every
-basic block is cut into ROM blocks of at most BLOCK_SLOTS instructions whose slots fit the
-slot units (isa.SLOT_UNITS).
+chains merged) and kept in program order — the machine runs a warp's lowest block first, so the
+paths of a branch meet again at the first block both reach (docs/ISA.md §5) — and every basic
+block is cut into ROM blocks of at most BLOCK_SLOTS instructions whose slots fit the slot units
+(isa.SLOT_UNITS).
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from __future__ import annotations
 from qgpu import limits
 from qgpu.errors import ResourceError
 from qgpu.isa import (
-    EXIT_RECONV,
     NOP,
     Block,
     Instr,
@@ -26,8 +26,6 @@ from qgpu.isa import (
 )
 from qgpu.lower.ir import IRBlock, IRFunction, VInstr, VTerm, liveness
 from qgpu.lower.regalloc import Allocation
-
-VIRTUAL_EXIT = -1
 
 
 def _retarget(term: VTerm, f) -> None:
@@ -133,37 +131,8 @@ def _predecessors(blocks: list[IRBlock], live: list[int]) -> dict[int, list[int]
     return preds
 
 
-def immediate_postdominators(blocks: list[IRBlock]) -> list[int]:
-    """ipdom of every block (VIRTUAL_EXIT when it is the exit or no common point exists)."""
-    n = len(blocks)
-    everything = set(range(n)) | {VIRTUAL_EXIT}
-    pdom = [set(everything) for _ in range(n)]
-    changed = True
-    while changed:
-        changed = False
-        for i in reversed(range(n)):
-            succ = blocks[i].term.successors()
-            if not succ:
-                new = {i, VIRTUAL_EXIT}
-            else:
-                new = set.intersection(*(pdom[s] for s in succ)) | {i}
-            if new != pdom[i]:
-                pdom[i] = new
-                changed = True
-    ipdom = []
-    for i in range(n):
-        strict = pdom[i] - {i}
-        best = VIRTUAL_EXIT
-        for c in strict:
-            if c != VIRTUAL_EXIT and pdom[c] == strict:
-                best = c
-        ipdom.append(best)
-    return ipdom
-
-
 def layout(fn: IRFunction, alloc: Allocation) -> tuple[Block, ...]:
     """Cut basic blocks into ROM blocks and translate to machine instructions."""
-    ipdom = immediate_postdominators(fn.blocks)
     code = [[m for m in (_machine_instr(v, alloc) for v in blk.instrs) if not _is_self_move(m)]
             for blk in fn.blocks]
     chunked = [pack_slots(instrs) for instrs in code]
@@ -185,7 +154,7 @@ def layout(fn: IRFunction, alloc: Allocation) -> tuple[Block, ...]:
             if j < len(chunks) - 1:
                 term = Term(TermKind.JMP, len(out) + 1)
             else:
-                term = _machine_term(blk.term, first, ipdom[i], alloc)
+                term = _machine_term(blk.term, first, alloc)
             out.append(Block(tuple(chunk), term))
     return tuple(out)
 
@@ -231,14 +200,12 @@ def must_follow(later: Instr, earlier: Instr) -> bool:
     return accesses_memory(later) and accesses_memory(earlier)
 
 
-def _machine_term(t: VTerm, first: list[int], ipdom: int, alloc: Allocation) -> Term:
+def _machine_term(t: VTerm, first: list[int], alloc: Allocation) -> Term:
     if t.kind == TermKind.EXIT:
         return Term(TermKind.EXIT)
-    if t.kind in (TermKind.JMP, TermKind.BAR):
-        return Term(t.kind, first[t.target])
-    reconv = EXIT_RECONV if ipdom == VIRTUAL_EXIT else first[ipdom]
-    return Term(TermKind.BRA, first[t.target], first[t.other], reconv, alloc.preds[t.pred],
-                t.negated)
+    if t.kind in (TermKind.JMP, TermKind.BAR) or t.target == t.other:
+        return Term(t.kind if t.kind != TermKind.BRA else TermKind.JMP, first[t.target])
+    return Term(TermKind.BRA, first[t.target], first[t.other], alloc.preds[t.pred], t.negated)
 
 
 def _machine_instr(v: VInstr, alloc: Allocation) -> Instr:

@@ -127,7 +127,7 @@ def test_slots_compute_what_the_machine_computes(graph, name: str) -> None:
                      for ln in range(limits.WARP_LANES)]
             assert vals["t.taken"] == taken, (name, rec.block)
             branches += 1
-        for ln, reg, v in rec.regs:
+        for ln, reg, v, _ in rec.regs:
             regs[(*key, ln, reg)] = v & MASK32
         for ln, q, v in rec.preds:
             preds[(*key, ln, q)] = v
@@ -224,7 +224,7 @@ def test_faults_are_found_in_the_exec_pass(graph, case: str) -> None:
         run_program(prog, grid=(1, 1), block=shape, params=[4], memory=memory,
                     allocations=allocations)
     launch = T.Launch(prog, (1, 1), shape, [4], memory, allocations, prog.shared_bytes(0) // 4)
-    stream = T.prompt_tokens(launch) + T.fault_tokens(prog, err.value)
+    stream = T.prompt_tokens(launch) + T.fault_tokens(launch, err.value)
     assert stream[-1] == T.name(f"fault:{err.value.fault}")
     ev = Evaluator(graph)
     for token in stream[:-1]:
@@ -260,7 +260,7 @@ def test_store_records_keep_the_last_lane_per_word(graph) -> None:
         assert [list(r.mem) for r in run.trace if r.mem] == [want]
         launch = T.Launch(prog, (1, 1), (4, 1), [4], memory, allocations, 0)
         ev, trace = Evaluator(graph), iter(run.trace)
-        for token in T.prompt_tokens(launch) + T.expected_tokens(prog, run.trace):
+        for token in T.prompt_tokens(launch) + T.expected_tokens(launch, run.trace):
             vals = ev.step(encoding.features(token))
             if T.body(token).startswith("exec:"):
                 rec = next(trace)

@@ -31,7 +31,7 @@ def launch_stream(name: str):
                       dynamic_shared=k.dynamic_shared, allocations=place.allocations)
     launch = T.Launch(prog, grid, block, place.params, place.memory, place.allocations,
                       prog.shared_bytes(k.dynamic_shared) // 4)
-    return launch, run, T.prompt_tokens(launch) + T.expected_tokens(prog, run.trace)
+    return launch, run, T.prompt_tokens(launch) + T.expected_tokens(launch, run.trace)
 
 
 def value(bits: list[int]) -> int:
@@ -43,7 +43,7 @@ def expected_registers(launch: T.Launch, run) -> dict[tuple[int, int, int], int]
     live = rom.live_out(launch.program)
     regs: dict[tuple[int, int, int], int] = {}
     for rec in run.trace:
-        for lane, r, v in rec.regs:
+        for lane, r, v, _ in rec.regs:
             if live[rec.block].regs >> r & 1:
                 regs[(lane, rec.warp, r)] = v & 0xFFFFFFFF
     return regs

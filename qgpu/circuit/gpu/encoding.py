@@ -17,7 +17,7 @@ from qgpu import limits, rom
 from qgpu import tokens as T
 
 KINDS = ("go", "end", "fault", "d1", "d2", "d3", "rom", "param", "mem", "block", "grid",
-         "shared", "exec", "cta", "val", "prow")  # fmt: skip
+         "shared", "exec", "park", "exit", "warp", "cta", "val", "prow")  # fmt: skip
 """Token kinds, the first selection field."""
 
 LANE_SELECT = (*range(limits.WARP_LANES), T.LANE_ALL)
@@ -45,7 +45,7 @@ class Field:
 FIELDS = (
     Field("kind", len(KINDS), "onehot", True),
     Field("byte", 8, "rails", True),  # byte 0 of a header, the byte of a data token
-    Field("blk", 7, "rails", True),  # machine block (exec, rom)
+    Field("blk", 7, "rails", True),  # machine block (exec, park, rom)
     Field("wrp", 2, "rails", True),
     Field("msk", limits.WARP_LANES, "rails", True),
     Field("cta", 4, "rails", True),
@@ -123,10 +123,15 @@ def features(token: str) -> dict[str, list[int]]:
         _set(out, f"{prefix}y", y - 1)
     elif kind == "shared":
         _set(out, "shw", int(args[0]))
-    elif kind == "exec":
+    elif kind in ("exec", "park"):
         _set(out, "blk", int(args[0]))
         _set(out, "wrp", int(args[1][1:]))
         _set(out, "msk", int(args[2][1:]))
+    elif kind == "exit":
+        _set(out, "wrp", int(args[0][1:]))
+        _set(out, "msk", int(args[1][1:]))
+    elif kind == "warp":
+        _set(out, "wrp", int(args[0][1:]))
     elif kind == "cta":
         _set(out, "cta", int(args[0]))
     elif kind == "val":

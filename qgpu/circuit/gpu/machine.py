@@ -27,14 +27,13 @@ DATA_TAPS = [Part(f"d{k}", k, 8 * k) for k in range(1, 4)]
 """Bytes 1..3 of a header's frame: the data tokens 1..3 places before it."""
 PART_TAPS = [Part(f"d{k}", k, 8 * (k - 1)) for k in range(1, 4)]
 """A payload-less header (ROM parts): its 24 bits are the three data tokens before it."""
-TERM_ROW_BITS = 46
 
 
 def rom_parts() -> list[tuple[int, int, int]]:
     """(slot, part, bits) of every ROM part that can be non-zero."""
     out = []
     for s in range(rom.SLOTS):
-        row_bits = TERM_ROW_BITS if s == rom.TERM_SLOT else rom.ROW_BITS
+        row_bits = rom.TERM_ROW_BITS if s == rom.TERM_SLOT else rom.ROW_BITS
         for p in range(rom.PARTS):
             bits = min(rom.PART_BITS, row_bits - p * rom.PART_BITS)
             if bits > 0:
@@ -46,8 +45,7 @@ def rom_parts() -> list[tuple[int, int, int]]:
 INSTR_FIELDS = {"op": (0, 6), "mod": (6, 4), "guard": (10, 4), "d": (14, 4), "a": (18, 4),
                 "b": (22, 4), "c": (26, 4), "bi": (30, 1), "imm": (31, 32)}  # fmt: skip
 TERM_FIELDS = {"kind": (0, 2), "pred": (2, 2), "negated": (4, 1), "target": (5, 7),
-               "other": (12, 7), "reconv": (19, 8), "live_regs": (27, 15),
-               "live_preds": (42, 4)}  # fmt: skip
+               "other": (12, 7), "live_regs": (19, 15), "live_preds": (34, 4)}  # fmt: skip
 
 
 def kind_dim(kind: str) -> Dim:
