@@ -203,6 +203,8 @@ class Instr:
             raise ValueError(f"{self.op.name}: immediate {self.imm} is not 32-bit")
         if not 0 <= self.mod < 16 or not 0 <= self.guard < 1 + 2 * limits.NUM_PREDS:
             raise ValueError(f"{self.op.name}: mod/guard out of range")
+        if self.op in (Op.LD, Op.ST) and self.mod & INDEXED and self.imm:
+            raise ValueError(f"{self.op.name}: the indexed form a + 4*b has no immediate")
 
     def reads(self) -> tuple[int, ...]:
         """General registers this instruction reads (r0 included when named)."""

@@ -6,10 +6,12 @@ import pytest
 
 from qgpu import limits
 from qgpu.isa import (
+    INDEXED,
     Block,
     Instr,
     Op,
     Program,
+    Space,
     Term,
     TermKind,
     decode_instr,
@@ -23,11 +25,18 @@ from qgpu.isa import (
 
 
 def random_instr(rng: random.Random) -> Instr:
+    op, mod = Op(rng.randrange(len(Op))), rng.randrange(16)
+    indexed = op in (Op.LD, Op.ST) and mod & INDEXED  # a + 4*b: no immediate
     return Instr(
-        Op(rng.randrange(len(Op))), d=rng.randrange(16), a=rng.randrange(16),
-        b=rng.randrange(16), c=rng.randrange(16), imm=rng.randrange(-(1 << 31), 1 << 31),
-        bi=rng.random() < 0.5, mod=rng.randrange(16), guard=rng.randrange(9),
+        op, d=rng.randrange(16), a=rng.randrange(16), b=rng.randrange(16), c=rng.randrange(16),
+        imm=0 if indexed else rng.randrange(-(1 << 31), 1 << 31), bi=rng.random() < 0.5,
+        mod=mod, guard=rng.randrange(9),
     )
+
+
+def test_indexed_accesses_have_no_immediate() -> None:
+    with pytest.raises(ValueError, match="no immediate"):
+        Instr(Op.LD, 1, 2, 3, imm=4, mod=Space.GLOBAL | INDEXED)
 
 
 def test_instruction_encoding_round_trips() -> None:

@@ -211,8 +211,10 @@ class Graph:
         taken: set[int] = set()
         for p in parts:
             f = self.features[p.feature]
-            if f.code == "word" or f.accumulate:
+            if f.code == "word":
                 raise ValueError(f"write to {bank}: {p.feature} is not a bits/one-hot feature")
+            if f.accumulate and p.tap:
+                raise ValueError(f"write to {bank}: {p.feature} has several writers: no tap")
             if not 0 <= p.tap <= numerics.CONV_REACH:
                 raise ValueError(f"write to {bank}: tap {p.tap} is beyond the conv1d's reach")
             if p.tap and any(r.out == p.feature for r in self.reads):

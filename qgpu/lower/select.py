@@ -1057,6 +1057,19 @@ class Selector:
         if type_bits(t) != 32 and not (ins.opcode == "ld" and "param" in ins.mods):
             raise self.fail(f"{type_bits(t)}-bit memory access: only 32-bit words are supported")
 
+    def fold_offset(self, ptr: int, index: int, unsigned: bool, offset: int) \
+            -> tuple[int, int, int]:
+        """(base, index, mod bits) of an indexed access, which has no immediate: a PTX offset
+        (`[%rd5+-8]`) joins the index as a signed word count — ptr + 4*index + offset exactly,
+        where adding it to the pointer could wrap below 0 — or, not a whole word, the pointer
+        (the access is misaligned either way)."""
+        if offset % 4:
+            return self.tmp(Op.ADD, ptr, imm=offset), index, INDEXED | (
+                INDEX_UNSIGNED if unsigned else 0)
+        if offset:
+            return ptr, self.tmp(Op.ADD, index, imm=offset // 4), INDEXED
+        return ptr, index, INDEXED | (INDEX_UNSIGNED if unsigned else 0)
+
     def op_ld(self, ins: Instr) -> None:
         space = self.space(ins)
         self.check_word(ins)
@@ -1073,9 +1086,8 @@ class Selector:
             return
         fused = self.indexed(addr) if space == "global" else None
         if fused is not None:
-            ptr, index, unsigned = fused
-            self.emit(Op.LD, d, ptr, index, imm=addr.offset,
-                      mod=Space.GLOBAL | INDEXED | (INDEX_UNSIGNED if unsigned else 0))
+            ptr, index, mode = self.fold_offset(*fused, addr.offset)
+            self.emit(Op.LD, d, ptr, index, mod=Space.GLOBAL | mode)
             return
         base, off = self.address(addr)
         self.emit(Op.LD, d, base, imm=off,
@@ -1089,9 +1101,8 @@ class Selector:
         v = self.reg_in(ins.operands[1])
         fused = self.indexed(ins.operands[0]) if space == "global" else None
         if fused is not None:
-            ptr, index, unsigned = fused
-            self.emit(Op.ST, ZERO, ptr, index, v, imm=ins.operands[0].offset,
-                      mod=Space.GLOBAL | INDEXED | (INDEX_UNSIGNED if unsigned else 0))
+            ptr, index, mode = self.fold_offset(*fused, ins.operands[0].offset)
+            self.emit(Op.ST, ZERO, ptr, index, v, mod=Space.GLOBAL | mode)
             return
         base, off = self.address(ins.operands[0])
         self.emit(Op.ST, ZERO, base, v, imm=off,

@@ -61,6 +61,8 @@ FIELDS = (
     Field("gx", SHAPE_BITS, "bits", False),
     Field("gy", SHAPE_BITS, "bits", False),
     Field("shw", 7, "bits", False),
+    Field("thr", limits.MAX_THREADS, "bits", False),  # block: bit t = thread t exists
+    Field("ctas", limits.MAX_GRID_BLOCKS, "bits", False),  # grid: bit c = thread block c exists
     *(Field(f"d{k}", 8, "bits", False) for k in range(1, T.DATA_POSITIONS + 1)),
 )
 """Every input field; ``d1..d3`` repeat a data token's byte where only that position sets it, so
@@ -121,6 +123,7 @@ def features(token: str) -> dict[str, list[int]]:
         prefix = "b" if kind == "block" else "g"
         _set(out, f"{prefix}x", x - 1)
         _set(out, f"{prefix}y", y - 1)
+        _set(out, "thr" if kind == "block" else "ctas", (1 << x * y) - 1)
     elif kind == "shared":
         _set(out, "shw", int(args[0]))
     elif kind in ("exec", "park"):

@@ -247,5 +247,9 @@ def build(*, execute: bool = True) -> Graph:
     writeback(g)
     fetch(g)
     if execute:
+        from qgpu.circuit.gpu import control, emit
+
         slots.build_slots(g)
+        control.build_control(g)
+        emit.build_emission(g)
     return g
