@@ -47,7 +47,7 @@ from qgpu.circuit.gpu.machine import (
 )
 from qgpu.compiler import gadgets as gd
 from qgpu.compiler.graph import Address, Dim, Graph, Rule
-from qgpu.isa import INDEXED, PRED_DEST_OPS, SLOT_UNITS, Cmp, Instr, Op, SReg, TermKind
+from qgpu.isa import PRED_DEST_OPS, SLOT_UNITS, Cmp, Instr, Op, SReg, TermKind
 
 PORTS = {"multiply": "abc", "memory": "abv"}
 """Register ports per slot unit: c is the addend of MAD, v the value a store or atomic writes;
@@ -63,11 +63,9 @@ SUPPORTED_OPS = frozenset({Op.ADD, Op.SUB, Op.AND, Op.OR, Op.XOR, Op.NOT, Op.SET
 
 
 def supported(ins: Instr) -> bool:
-    """Whether the circuit computes this instruction's result so far: the opcodes above, and
-    loads and stores other than indexed ones (a store's result: its memory records)."""
-    if ins.op in (Op.LD, Op.ST):
-        return not ins.mod & INDEXED
-    return ins.op in SUPPORTED_OPS
+    """Whether the circuit computes this instruction's result so far: the opcodes above, loads
+    and stores (a store's result: its memory records)."""
+    return ins.op in SUPPORTED_OPS or ins.op in (Op.LD, Op.ST)
 MULTIPLYING_OPS = (Op.MUL, Op.MAD)
 
 
@@ -103,13 +101,20 @@ def _patch(g: Graph, name: str, slot: int, target: Callable[[int], str], width: 
             for j in js for i in range(width) for new in (0, 1)] + extra(lane))
 
 
-def port_source(s: int, port: str) -> tuple[str, Dim]:
-    """The instruction field naming a port's register and the dim that enables its read. In a
-    memory slot an access reads port b only as r0 (so the adder forms a + imm, the address) and
-    its value register (field b) through port v."""
-    if SLOT_UNITS[s] == "memory" and port in "bv":
-        return "b", (f"x{s}.rd{port}", 0)
-    return port, kind_dim("exec")
+def port_source(g: Graph, s: int, port: str) -> tuple[list[Dim], Dim]:
+    """The dims naming a port's register and the dim that enables its read. In a memory slot
+    a plain access reads port b only as r0 (so the adder forms a + imm, the address), an
+    indexed one its index (field b); the value register of a store or atomic comes through
+    port v (field b; an indexed store's field c: ``x{s}.vf``)."""
+    if SLOT_UNITS[s] != "memory" or port == "a":
+        return instr_bits(s, port), kind_dim("exec")
+    if port == "b":
+        return instr_bits(s, "b"), (f"x{s}.rdb", 0)
+    vf, ixs = f"x{s}.vf", (f"x{s}.ixs", 0)
+    g.feature(vf, 4)
+    g.rule_group(vf, [Rule(EXEC + ((ixs, int(f == "c")), (d, 1)), (((vf, i), 1),))
+                      for f in "bc" for i, d in enumerate(instr_bits(s, f))])
+    return [(vf, i) for i in range(4)], (f"x{s}.rdv", 0)
 
 
 def operands(g: Graph, s: int) -> None:
@@ -117,9 +122,9 @@ def operands(g: Graph, s: int) -> None:
     if SLOT_UNITS[s] == "memory":
         access_flags(g, s)
     for port in PORTS[SLOT_UNITS[s]]:
-        field, enable = port_source(s, port)
+        field, enable = port_source(g, s, port)
         # row = (warp, register): the field's bits, then the EXEC token's warp
-        addr = Address(tuple(instr_bits(s, field)) + bits_of("wrp1", 2), enable)
+        addr = Address(tuple(field) + bits_of("wrp1", 2), enable)
         for lane in LANES:
             reg_bank(g, lane, f"regs.{lane}.{s}{port}")
             g.feature(f"x{s}.{port}{lane}", WORD, accumulate=True)
@@ -130,8 +135,8 @@ def operands(g: Graph, s: int) -> None:
         if s:
             _patch(g, f"x{s}.{port}", s, lambda lane, port=port: f"x{s}.{port}{lane}", WORD,
                    lambda j, field=field, enable=enable: [
-                       ((enable, 1),) + field_is(s, field, r) + field_is(j, "d", r)
-                       for r in range(limits.NUM_REGS)],
+                       ((enable, 1),) + tuple((d, r >> i & 1) for i, d in enumerate(field))
+                       + field_is(j, "d", r) for r in range(limits.NUM_REGS)],
                    "x{j}.wr{lane}", "x{j}.res{lane}", extra)
         elif port == "b":
             g.rule_group(f"x{s}.imm", [r for lane in LANES for r in extra(lane)])
@@ -143,13 +148,18 @@ VALUE_OPS = (Op.ST, Op.ATOMG, Op.ATOMS)  # accesses that read a value register (
 def access_flags(g: Graph, s: int) -> None:
     """x{s}.adr: the slot accesses memory (its adder forms the address a + imm);
     x{s}.rdb / x{s}.rdv: port b / port v read their register."""
-    for f in ("adr", "rdb", "rdv"):
+    for f in ("adr", "rdb", "rdv", "idx", "ixs"):
         g.feature(f"x{s}.{f}", 1)
+    indexed = (instr_bits(s, "mod")[2], 1)
     rules = [Rule(EXEC, (((f"x{s}.rdb", 0), 1),))]
     for op, space in ACCESSES:
         rules.append(Rule(EXEC + access_is(s, op, space),
                           (((f"x{s}.adr", 0), 1), ((f"x{s}.rdb", 0), -1))
                           + ((((f"x{s}.rdv", 0), 1),) if op in VALUE_OPS else ())))
+    for op in (Op.LD, Op.ST):  # the indexed form reads its index through port b
+        rules.append(Rule(EXEC + op_is(s, op) + (indexed,),
+                          (((f"x{s}.rdb", 0), 1), ((f"x{s}.idx", 0), 1))
+                          + ((((f"x{s}.ixs", 0), 1),) if op == Op.ST else ())))
     g.rule_group(f"x{s}.access", rules)
 
 
@@ -282,12 +292,26 @@ _RELATIONS: dict[Cmp, Callable[[int, int, int, int], bool]] = {
 _TAKE_A = {Op.MIN: Cmp.LE, Op.MAX: Cmp.GE, Op.MINU: Cmp.LS, Op.MAXU: Cmp.HS}
 
 
+def indexed_operand(g: Graph, s: int, lane: int) -> str:
+    """A memory slot adds a and ``x{s}.q{lane}``: port b, or for an indexed access (a + 4*b)
+    port b (the index) shifted left by two, its two top bits kept in ``x{s}.ix{lane}`` for
+    the overflow check."""
+    b, q, top, idx = f"x{s}.b{lane}", f"x{s}.q{lane}", f"x{s}.ix{lane}", (f"x{s}.idx", 0)
+    g.feature(q, WORD)
+    g.feature(top, 2)
+    g.rule_group(q, [Rule(((idx, 0), ((b, i), 1)), (((q, i), 1),)) for i in range(WORD)]
+                 + [Rule(((idx, 1), ((b, i), 1)), (((q, i + 2), 1),)) for i in range(WORD - 2)]
+                 + [Rule(((idx, 1), ((b, WORD - 2 + i), 1)), (((top, i), 1),)) for i in range(2)])
+    return q
+
+
 def adder_operands(g: Graph, s: int, lane: int) -> tuple[str, str]:
-    """The adder's inputs: a and B, except in a multiplier slot, where a multiply or
-    multiply-add hands its two partial numbers (``gd.mul_columns``) to the adder instead."""
+    """The adder's inputs: a and B (in a memory slot B shifted for an indexed address), except
+    in a multiplier slot, where a multiply or multiply-add hands its two partial numbers
+    (``gd.mul_columns``) to the adder instead."""
     a, b = f"x{s}.a{lane}", f"x{s}.b{lane}"
-    if SLOT_UNITS[s] != "multiply":
-        return a, b
+    if SLOT_UNITS[s] == "memory":
+        return a, indexed_operand(g, s, lane)
     mul, p, q = f"x{s}.mul", f"x{s}.p{lane}", f"x{s}.q{lane}"
     if lane == 0:
         any_op(g, mul, s, MULTIPLYING_OPS)

@@ -153,12 +153,34 @@ def _any_set(dims: list[tuple[str, int]]) -> list[tuple]:
     return [((d, 1),) + tuple((e, 0) for e in dims[k + 1:]) for k, d in enumerate(dims)]
 
 
+def overflow(g: Graph, s: int) -> None:
+    """x{s}.ov{lane}: an indexed address a + 4*b is not below 2**32 (or is negative), which
+    the 32-bit sum hides: the adder's carry and the index's two top bits (``x{s}.ix``, lost by
+    the shift) must all be 0 — or, for a signed index, all 1 (a negative index that the carry
+    brings back)."""
+    unsigned = (instr_bits(s, "mod")[3], 1)
+    for lane in LANES:
+        ov, top = f"x{s}.ov{lane}", f"x{s}.ix{lane}"
+        g.feature(ov, 1)
+        rules = []
+        for carry in (0, 1):
+            for hi in range(4):
+                bits = ((f"x{s}.fl{lane}", 0), carry), ((top, 0), hi & 1), ((top, 1), hi >> 1)
+                if carry or hi:
+                    rules.append(Rule((((f"x{s}.idx", 0), 1), unsigned) + bits, (((ov, 0), 1),)))
+                if (carry, hi) not in ((0, 0), (1, 3)):
+                    rules.append(Rule((((f"x{s}.idx", 0), 1), (unsigned[0], 0)) + bits,
+                                      (((ov, 0), 1),)))
+        g.rule_group(ov, rules)
+
+
 def fault_checks(g: Graph, s: int) -> None:
     """x{s}.fk{lane}: the fault (one-hot over tokens.FAULTS) the lane's access or shuffle
     raises, in the interpreter's order of checks: misaligned, then per space null / bounds
     (global: outside the 512 bytes or not allocated; shared: at or beyond the thread block's
     shared words; local: beyond the thread's 16 words); shuffles: a source outside the warp or
     not executing."""
+    overflow(g, s)
     for lane in LANES:
         run = ((f"x{s}.ex{lane}", 0), 1)
         sp, m, total = f"x{s}.sp{lane}", f"x{s}.m{lane}", f"x{s}.sum{lane}"
@@ -182,7 +204,9 @@ def fault_checks(g: Graph, s: int) -> None:
         access = [((sp, k), 1) for k in range(3)]
         rules = [Rule((run, a, (bit(0), 1)), fault("misaligned")) for a in access]
         rules += [Rule((run, a, (bit(0), 0), (bit(1), 1)), fault("misaligned")) for a in access]
-        g_ = (run, access[0]) + aligned
+        over = (f"x{s}.ov{lane}", 0)
+        rules.append(Rule((run, access[0], (over, 1)) + aligned, fault("global_bounds")))
+        g_ = (run, access[0], (over, 0)) + aligned
         rules.append(Rule(g_ + tuple((bit(i), 0) for i in range(2, WORD)), fault("null")))
         high = [bit(i) for i in range(9, WORD)]
         rules += [Rule(g_ + lits, fault("global_bounds")) for lits in _any_set(high)]
