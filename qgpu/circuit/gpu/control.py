@@ -3,8 +3,9 @@
 Every lane has a pc; a warp runs the lowest block any of its live lanes is at, with every lane
 that is there. The pcs live in one bank per lane (row = warp: pc, exited, thread block), written
 by the tokens that move lanes — ``exec`` (its lanes are at its block), ``park`` (lanes wait at a
-block), ``exit`` — and tagged with the thread block, so rows of an earlier thread block read as
-a fresh start (pc 0, live iff the lane holds a thread) and a new thread block costs no writes.
+block), ``exit`` — and tagged with the thread block, so rows of an earlier thread block (or never
+written: tag 0) read as a fresh start, pc 0, and a new thread block costs no writes; a lane is
+live only if it holds a thread (the launch shape says which).
 
 Two places decide what comes next:
 
@@ -109,8 +110,9 @@ def lanes(g: Graph) -> None:
         g.feature(pc, PC_BITS)
         rules = []
         for idle in _idle(lane):
-            rules += [Rule(idle + (((tok, 0), 1), ((row, EXITED_BIT), 0)), (((live, 0), 1),)),
-                      Rule(idle + (((tok, 0), 0), ((has, 0), 1)), (((live, 0), 1),))]
+            rules += [Rule(idle + (((has, 0), 1), ((tok, 0), 1), ((row, EXITED_BIT), 0)),
+                           (((live, 0), 1),)),
+                      Rule(idle + (((has, 0), 1), ((tok, 0), 0)), (((live, 0), 1),))]
             rules += [Rule(idle + (((tok, 0), 1), ((row, i), 1)), (((pc, i), 1),))
                       for i in range(PC_BITS)]
         g.rule_group(live, rules)

@@ -112,13 +112,14 @@ def results(g: Graph) -> None:
         g.feature(fin, limits.WARP_LANES)
         rules = []
         for lane in LANES:
-            kill = f"o.kl{s}{lane}"  # later slots writing the same register in this lane
-            g.feature(kill, 1)
-            g.rule_group(kill, [Rule((((f"x{t}.wr{lane}", 0), 1), ((f"o.dd{s}{t}", 0), 1)),
-                                     (((kill, 0), 1),)) for t in later])
             mine = (((f"x{s}.wr{lane}", 0), 1), ((f"o.lv{s}", 0), 1))
-            rules += [Rule(mine, (((fin, lane), 1),)),
-                      Rule(mine, (((fin, lane), -1),), count=((kill, 0), 1))]
+            rules.append(Rule(mine, (((fin, lane), 1),)))
+            if later:
+                kill = f"o.kl{s}{lane}"  # later slots writing the same register in this lane
+                g.feature(kill, 1)
+                g.rule_group(kill, [Rule((((f"x{t}.wr{lane}", 0), 1), ((f"o.dd{s}{t}", 0), 1)),
+                                         (((kill, 0), 1),)) for t in later])
+                rules.append(Rule(mine, (((fin, lane), -1),), count=((kill, 0), 1)))
         g.rule_group(fin, rules)
         res = [f"x{s}.res{lane}" for lane in LANES]
         for lane in LANES[1:]:  # bits where the lane differs from the lowest active lane
