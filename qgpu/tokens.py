@@ -213,11 +213,17 @@ def exec_token(block: int, warp: int, mask: int) -> str:
     return name(f"exec:{block}:w{warp}:m{mask}")
 
 
+def sends_pred_row(rec: TraceRecord, live: rom.Live) -> bool:
+    """Whether a block sends its warp's predicate row: it wrote a live predicate."""
+    return any(live.preds >> p & 1 for _, p, _ in rec.preds)
+
+
 def writeback_tokens(rec: TraceRecord, live: rom.Live, row: int) -> list[str]:
     """The write-back frames of one executed block, in the protocol's order: slot by slot, the
     live register the slot wrote last in some lanes (one ``all`` frame when that is every
     active lane with one value, else one frame per lane, ascending); the warp's predicate row
-    `row` (as the model holds it after the block) if the block wrote a live predicate; then the
+    `row` (the row the model holds — as the last row sent left it — with the block's predicate
+    writes) if the block wrote a live predicate; then the
     words the block's store or atomic wrote, in lane order (a word several lanes wrote goes once,
     with the last lane's value, at that lane: the model skips a lane whose word a later lane also
     writes, so it never sorts)."""
@@ -233,7 +239,7 @@ def writeback_tokens(rec: TraceRecord, live: rom.Live, row: int) -> list[str]:
         else:
             for ln in sorted(writes):
                 out += frame(f"val:r{r}:{ln}:{{}}", writes[ln][1])
-    if any(live.preds >> p & 1 for _, p, _ in rec.preds):
+    if sends_pred_row(rec, live):
         out += frame("prow:{}", row)
     for sp, a, v in rec.mem:
         out += frame(f"mem:{memory_row(sp, a)}:{{}}", v)
@@ -325,14 +331,16 @@ def _stream(launch: Launch, trace: list[TraceRecord]) -> tuple[list[str], tuple 
     sched = _Schedule(launch)
     nxt: tuple | None = sched.first()
     out: list[str] = []
-    rows = [0] * limits.MAX_WARPS  # the model's predicate rows: kept across thread blocks
+    rows = [0] * limits.MAX_WARPS  # the rows last sent: kept across thread blocks
     for rec in trace:
         if nxt != (rec.cta, rec.block, rec.warp, rec.mask):
             raise UsageError(f"the trace runs {(rec.cta, rec.block, rec.warp, rec.mask)} where "
                              f"the schedule runs {nxt}")
         out.append(exec_token(rec.block, rec.warp, rec.mask))
-        rows[rec.warp] = pred_row(rec.preds, rows[rec.warp])
-        out += writeback_tokens(rec, live[rec.block], rows[rec.warp])
+        row = pred_row(rec.preds, rows[rec.warp])
+        out += writeback_tokens(rec, live[rec.block], row)
+        if sends_pred_row(rec, live[rec.block]):
+            rows[rec.warp] = row
         tail, nxt = sched.after(rec, program.blocks[rec.block].term)
         out += tail
     return out, nxt

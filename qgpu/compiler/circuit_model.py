@@ -15,7 +15,7 @@ from transformers.cache_utils import DynamicCache
 from transformers.models.qwen3_5.modeling_qwen3_5 import Qwen3_5TextModel
 
 from qgpu.compiler import numerics as nx
-from qgpu.compiler.schedule import LayerShape, Schedule, emit
+from qgpu.compiler.schedule import LayerShape, Schedule, emit_layer
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
@@ -31,17 +31,27 @@ def circuit_config(shape: LayerShape, hidden: int, layers: int) -> Qwen3_5TextCo
     )
 
 
-def build_circuit_model(sched: Schedule, dtype: str = "float32") -> tuple[Qwen3_5TextModel, int]:
-    """The compiled layers in a Qwen3_5TextModel; returns it and its (perfect-square) width."""
-    k = nx.pad_k(0, sched.k_used)
-    model = Qwen3_5TextModel(circuit_config(sched.shape, k, sched.layers))
-    tensors = emit(sched, k)
+def build_circuit_model(sched: Schedule, dtype: str = "float32", k: int | None = None) \
+        -> tuple[Qwen3_5TextModel, int]:
+    """The compiled layers in a Qwen3_5TextModel; returns it and its width (by default the
+    smallest perfect square that holds the circuit). Built a layer at a time in `dtype`, so a
+    large circuit is never held twice."""
+    k = nx.pad_k(0, sched.k_used) if k is None else k
+    with torch.device("meta"):
+        model = Qwen3_5TextModel(circuit_config(sched.shape, k, sched.layers))
+    model = model.to(DTYPES[dtype]).to_empty(device="cpu")
     with torch.no_grad():
-        for layer, t in zip(model.layers, tensors, strict=True):
+        for p in model.parameters():  # embeddings and the final norm: unused by run_layers
+            p.zero_()
+        for i, layer in enumerate(model.layers):
             params = dict(layer.named_parameters())
-            for name, value in t.items():
+            tensors = emit_layer(sched, k, i)
+            if set(tensors) != set(params):
+                raise ValueError(f"emitted tensors {sorted(set(tensors) ^ set(params))} differ "
+                                 "from the layer's parameters")
+            for name, value in tensors.items():
                 params[name].copy_(value)
-    return model.to(DTYPES[dtype]).eval(), k
+    return model.eval(), k
 
 
 def run_layers(model: Qwen3_5TextModel, embeds: torch.Tensor, *, step: bool) -> torch.Tensor:

@@ -10,6 +10,7 @@ every layer, head, neuron and residual dim does.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import torch
@@ -240,9 +241,10 @@ def _place_clears(g: Graph, shape: LayerShape, ready: dict[str, int],
 def _allocate(g: Graph, first: dict[str, int], clears: dict[str, tuple[int, int]]) \
         -> tuple[dict[str, list[int]], list[int], int]:
     """Residual dims per feature; a dim freed by a clear in sublayer c can hold a feature
-    written after c. Read outputs use carrier dims; other features plain dims or freed
-    carrier dims."""
+    written after c. Read outputs use carrier dims; counts and words plain dims; other features
+    plain dims or freed carrier dims."""
     read_outs = {r.out for r in g.reads}
+    counts = {r.count[0][0] for rules in g.rules.values() for r in rules if r.count is not None}
     free: dict[bool, list[tuple[int, int]]] = {True: [], False: []}  # carrier? -> (after, dim)
     dims: dict[str, list[int]] = {}
     carriers: list[int] = []
@@ -256,8 +258,8 @@ def _allocate(g: Graph, first: dict[str, int], clears: dict[str, tuple[int, int]
             dims[name] = dims[f.alias]
             continue
         # a rule-written 0/1 feature may also take a freed carrier dim: every reader and clear
-        # subtracts the carrier of the dims it uses (word-bank writes do not: words stay plain)
-        pools = [carrier] if carrier or f.code == "word" else [False, True]
+        # subtracts the carrier of the dims it uses (word-bank writes and counts do not)
+        pools = [carrier] if carrier or f.code == "word" or name in counts else [False, True]
         pool = sorted((e + (c,) for c in pools for e in free[c]), key=lambda e: e[1])
         usable = [e for e in pool if e[0] < born(name)][:f.size]
         for e in usable:
@@ -276,91 +278,92 @@ def _allocate(g: Graph, first: dict[str, int], clears: dict[str, tuple[int, int]
 
 def emit(sched: Schedule, k_dims: int) -> list[dict[str, torch.Tensor]]:
     """float32 tensors of every circuit layer, hidden axes circuit-local (size k_dims)."""
+    return [emit_layer(sched, k_dims, layer) for layer in range(sched.layers)]
+
+
+def emit_layer(sched: Schedule, k_dims: int, layer: int) -> dict[str, torch.Tensor]:
+    """float32 tensors of one circuit layer (a large circuit is emitted a layer at a time)."""
     g, shape = sched.graph, sched.shape
     H, dh, inter = shape.gdn_heads, shape.head_dim, shape.intermediate
     if k_dims < sched.k_used:
         raise ValueError(f"k_dims {k_dims} < {sched.k_used} needed")
     carriers = set(sched.carriers)
-    out = []
-    for layer in range(sched.layers):
-        t = {
-            "linear_attn.in_proj_qkv.weight": torch.zeros(3 * H * dh, k_dims),
-            "linear_attn.in_proj_z.weight": torch.zeros(H * dh, k_dims),
-            "linear_attn.in_proj_b.weight": torch.zeros(H, k_dims),
-            "linear_attn.in_proj_a.weight": torch.zeros(H, k_dims),
-            "linear_attn.conv1d.weight": torch.zeros(3 * H * dh, 1, 4),
-            "linear_attn.dt_bias": torch.zeros(H),
-            "linear_attn.A_log": torch.full((H,), nx.A_LOG),
-            "linear_attn.norm.weight": torch.ones(dh),
-            "linear_attn.out_proj.weight": torch.zeros(k_dims, H * dh),
-            "mlp.gate_proj.weight": torch.zeros(inter, k_dims),
-            "mlp.up_proj.weight": torch.zeros(inter, k_dims),
-            "mlp.down_proj.weight": torch.zeros(k_dims, inter),
-            "input_layernorm.weight": torch.zeros(k_dims),
-            "post_attention_layernorm.weight": torch.zeros(k_dims),
-        }
-        t["linear_attn.conv1d.weight"][:, 0, 3] = 1.0
-        qkv, z = t["linear_attn.in_proj_qkv.weight"], t["linear_attn.in_proj_z.weight"]
-        for bank, (L, h) in sched.heads.items():
-            if L != layer:
+    t = {
+        "linear_attn.in_proj_qkv.weight": torch.zeros(3 * H * dh, k_dims),
+        "linear_attn.in_proj_z.weight": torch.zeros(H * dh, k_dims),
+        "linear_attn.in_proj_b.weight": torch.zeros(H, k_dims),
+        "linear_attn.in_proj_a.weight": torch.zeros(H, k_dims),
+        "linear_attn.conv1d.weight": torch.zeros(3 * H * dh, 1, 4),
+        "linear_attn.dt_bias": torch.zeros(H),
+        "linear_attn.A_log": torch.full((H,), nx.A_LOG),
+        "linear_attn.norm.weight": torch.ones(dh),
+        "linear_attn.out_proj.weight": torch.zeros(k_dims, H * dh),
+        "mlp.gate_proj.weight": torch.zeros(inter, k_dims),
+        "mlp.up_proj.weight": torch.zeros(inter, k_dims),
+        "mlp.down_proj.weight": torch.zeros(k_dims, inter),
+        "input_layernorm.weight": torch.zeros(k_dims),
+        "post_attention_layernorm.weight": torch.zeros(k_dims),
+    }
+    t["linear_attn.conv1d.weight"][:, 0, 3] = 1.0
+    qkv, z = t["linear_attn.in_proj_qkv.weight"], t["linear_attn.in_proj_z.weight"]
+    for bank, (L, h) in sched.heads.items():
+        if L != layer:
+            continue
+        t["linear_attn.in_proj_b.weight"][h, nx.UNIT_DIM] = nx.BETA_LOGIT * nx.SCALE
+        for w in (w for w in g.writes if w.bank == bank and w.enable is not None):
+            _emit_enable(sched, w.enable, t["linear_attn.in_proj_b.weight"][h], carriers)
+        bits = g.banks[bank].code == "bits"
+        v0 = 2 * H * dh + h * dh  # this head's first value channel
+        for w in (w for w in g.writes if w.bank == bank):
+            _emit_address(sched, w.addr, g.banks[bank].rows, qkv[H * dh + h * dh:], carriers)
+            if bits:
+                _emit_bits_write(sched, w, qkv, t["linear_attn.conv1d.weight"], v0, carriers)
                 continue
-            t["linear_attn.in_proj_b.weight"][h, nx.UNIT_DIM] = nx.BETA_LOGIT * nx.SCALE
-            for w in (w for w in g.writes if w.bank == bank and w.enable is not None):
-                _emit_enable(sched, w.enable, t["linear_attn.in_proj_b.weight"][h], carriers)
-            bits = g.banks[bank].code == "bits"
-            v0 = 2 * H * dh + h * dh  # this head's first value channel
-            for w in (w for w in g.writes if w.bank == bank):
-                _emit_address(sched, w.addr, g.banks[bank].rows, qkv[H * dh + h * dh:], carriers)
-                if bits:
-                    _emit_bits_write(sched, w, qkv, t["linear_attn.conv1d.weight"], v0, carriers)
-                    continue
-                value = w.parts[0].feature
-                width = g.features[value].size
-                for j in range(width):
-                    qkv[v0 + j, sched.dim(value, j)] = nx.VALUE_SCALE * nx.SCALE
-                for j in range(width, dh, 4):  # digits the feature does not carry store 0
-                    qkv[v0 + j, nx.UNIT_DIM] = nx.VALUE_SCALE * nx.SCALE
-            for rd in (r for r in g.reads if r.bank == bank):
-                _emit_address(sched, rd.addr, g.banks[bank].rows, qkv[h * dh:], carriers)
-                z[h * dh:(h + 1) * dh, nx.UNIT_DIM] = nx.Z_GATE * nx.SCALE
-                first = nx.ROW_ANCHORS if bits else 0
-                norm = nx.bits_read_norm(dh) if bits else nx.READ_NORM
-                for j in range(g.features[rd.out].size):
-                    t["linear_attn.out_proj.weight"][sched.dim(rd.out, j), h * dh + first + j] = \
-                        1.0 / (norm * nx.Z_GATE)
-        gate, up, down = t["mlp.gate_proj.weight"], t["mlp.up_proj.weight"], \
-            t["mlp.down_proj.weight"]
-        groups = [(g.rules[name], n0) for name, (L, n0) in sched.neurons.items() if L == layer]
-        for f, (L, n0) in sched.clears.items():
-            if L == layer:
-                _emit_clear(sched, f, n0, gate, up, down, carriers)
-        for rules, n0 in groups:
-            j = n0
-            for rule in rules:
-                if rule.count is not None:
-                    _emit_count_rule(sched, rule, j, gate, up, down, carriers)
-                    j += 2
-                    continue
-                bias = 0.0
-                for (f, i), want in rule.literals:
-                    d = sched.dim(f, i)
-                    sign = 1.0 if want else -1.0
-                    gate[j, d] += sign * nx.GATE_STEP * nx.SCALE
-                    if want:
-                        bias -= nx.GATE_STEP
-                    if d in carriers:
-                        bias -= sign * nx.GATE_STEP * nx.CARRIER
-                gate[j, nx.UNIT_DIM] += bias * nx.SCALE
-                gate[j, nx.ON_DIM] += nx.GATE_ON * nx.SCALE
-                up[j, nx.UNIT_DIM] = nx.SCALE
-                for (f, i), delta in rule.deltas:
-                    down[sched.dim(f, i), j] += delta / nx.GATE_ON
-                j += 1
-        for name, tensor in t.items():
-            if not torch.equal(tensor.to(torch.bfloat16).float(), tensor):
-                raise ValueError(f"layer {layer} {name}: a weight is not exact in bfloat16")
-        out.append(t)
-    return out
+            value = w.parts[0].feature
+            width = g.features[value].size
+            for j in range(width):
+                qkv[v0 + j, sched.dim(value, j)] = nx.VALUE_SCALE * nx.SCALE
+            for j in range(width, dh, 4):  # digits the feature does not carry store 0
+                qkv[v0 + j, nx.UNIT_DIM] = nx.VALUE_SCALE * nx.SCALE
+        for rd in (r for r in g.reads if r.bank == bank):
+            _emit_address(sched, rd.addr, g.banks[bank].rows, qkv[h * dh:], carriers)
+            z[h * dh:(h + 1) * dh, nx.UNIT_DIM] = nx.Z_GATE * nx.SCALE
+            first = nx.ROW_ANCHORS if bits else 0
+            norm = nx.bits_read_norm(dh) if bits else nx.READ_NORM
+            for j in range(g.features[rd.out].size):
+                t["linear_attn.out_proj.weight"][sched.dim(rd.out, j), h * dh + first + j] = \
+                    1.0 / (norm * nx.Z_GATE)
+    gate, up, down = t["mlp.gate_proj.weight"], t["mlp.up_proj.weight"], \
+        t["mlp.down_proj.weight"]
+    groups = [(g.rules[name], n0) for name, (L, n0) in sched.neurons.items() if L == layer]
+    for f, (L, n0) in sched.clears.items():
+        if L == layer:
+            _emit_clear(sched, f, n0, gate, up, down, carriers)
+    for rules, n0 in groups:
+        j = n0
+        for rule in rules:
+            if rule.count is not None:
+                _emit_count_rule(sched, rule, j, gate, up, down, carriers)
+                j += 2
+                continue
+            bias = 0.0
+            for (f, i), want in rule.literals:
+                d = sched.dim(f, i)
+                sign = 1.0 if want else -1.0
+                gate[j, d] += sign * nx.GATE_STEP * nx.SCALE
+                if want:
+                    bias -= nx.GATE_STEP
+                if d in carriers:
+                    bias -= sign * nx.GATE_STEP * nx.CARRIER
+            _put_bias(gate[j], bias, nx.GATE_ON)
+            up[j, nx.UNIT_DIM] = nx.SCALE
+            for (f, i), delta in rule.deltas:
+                down[sched.dim(f, i), j] += delta / nx.GATE_ON
+            j += 1
+    for name, tensor in t.items():
+        if not torch.equal(tensor.to(torch.bfloat16).float(), tensor):
+            raise ValueError(f"layer {layer} {name}: a weight is not exact in bfloat16")
+    return t
 
 
 def _emit_address(sched: Schedule, addr: Addr, rows: int, proj: torch.Tensor,
@@ -401,6 +404,15 @@ def _neurons(rules: list[Rule]) -> int:
     return sum(r.neurons for r in rules)
 
 
+def _put_bias(gate_row: torch.Tensor, unit: float, on: float) -> None:
+    """A neuron's gate bias unit + on through the two constant-1 dims, every weight exact in
+    bfloat16: unit rounded to bfloat16 on the unit dim, on and the rounding's remainder on the
+    on dim (a rule with many literals has a bias with too many significant bits for one)."""
+    hi = float(torch.tensor(unit).to(torch.bfloat16))
+    gate_row[nx.UNIT_DIM] += hi * nx.SCALE
+    gate_row[nx.ON_DIM] += (on + unit - hi) * nx.SCALE
+
+
 def _emit_count_rule(sched: Schedule, rule: Rule, j: int, gate: torch.Tensor, up: torch.Tensor,
                      down: torch.Tensor, carriers: set[int]) -> None:
     """A step "count >= k and literals": neurons j and j+1 (numerics.py, Counts)."""
@@ -416,8 +428,7 @@ def _emit_count_rule(sched: Schedule, rule: Rule, j: int, gate: torch.Tensor, up
         lits -= nx.COUNT_LITERAL * (want + (sign * nx.CARRIER if d in carriers else 0.0))
     for n, offset in ((j, 1 - k), (j + 1, -k)):
         gate[n, c] += nx.GATE_STEP * nx.SCALE
-        gate[n, nx.ON_DIM] += nx.GATE_STEP * offset * nx.SCALE
-        gate[n, nx.UNIT_DIM] += lits * nx.SCALE
+        _put_bias(gate[n], lits, nx.GATE_STEP * offset)
         up[n, nx.UNIT_DIM] = nx.SCALE
     for (df, di), delta in rule.deltas:
         down[sched.dim(df, di), j] += delta / nx.GATE_STEP
@@ -451,16 +462,24 @@ def _emit_bits_write(sched: Schedule, w, qkv: torch.Tensor, conv: torch.Tensor, 
 def embed(sched: Schedule, k_dims: int, hidden: int, token: dict[str, list[int]]) \
         -> torch.Tensor:
     """The circuit-local embedding row of a token with the given input features."""
-    row = torch.zeros(k_dims)
-    row[nx.ANCHOR_DIM] = nx.anchor_value(hidden)
-    row[nx.UNIT_DIM] = 1.0
-    row[nx.ON_DIM] = 1.0
-    for d in sched.carriers:
-        row[d] = nx.CARRIER
-    for name, values in token.items():
-        for i, v in enumerate(values):
-            row[sched.dim(name, i)] += v
-    return row
+    return embed_all(sched, k_dims, hidden, [token])[0]
+
+
+def embed_all(sched: Schedule, k_dims: int, hidden: int,
+              tokens: Sequence[dict[str, list[int]]]) -> torch.Tensor:
+    """Embedding rows of many tokens ([tokens, k_dims]): the constant dims (anchor, unit, on,
+    carriers) once, then each token's input features."""
+    base = torch.zeros(k_dims)
+    base[nx.ANCHOR_DIM] = nx.anchor_value(hidden)
+    base[nx.UNIT_DIM] = 1.0
+    base[nx.ON_DIM] = 1.0
+    base[sched.carriers] = nx.CARRIER
+    rows = base.repeat(len(tokens), 1)
+    for t, token in enumerate(tokens):
+        for name, values in token.items():
+            dims = sched.dims[name]
+            rows[t, dims] += torch.tensor(values, dtype=rows.dtype)
+    return rows
 
 
 def decode(sched: Schedule, residual: torch.Tensor) -> dict[str, list[float]]:

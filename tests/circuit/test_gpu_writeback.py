@@ -59,9 +59,8 @@ def test_banks_equal_the_machine_after_the_launch(name: str) -> None:
         assert value(ev.memory[f"regs.{lane}"][w * limits.NUM_REGS + r][:32]) == v, (lane, w, r)
     live, rows, sent = rom.live_out(launch.program), [0] * limits.MAX_WARPS, {}
     for rec in run.trace:  # predicate rows: the last row a block with live predicates sent
-        rows[rec.warp] = T.pred_row(rec.preds, rows[rec.warp])
-        if any(live[rec.block].preds >> p & 1 for _, p, _ in rec.preds):
-            sent[rec.warp] = rows[rec.warp]
+        if T.sends_pred_row(rec, live[rec.block]):
+            rows[rec.warp] = sent[rec.warp] = T.pred_row(rec.preds, rows[rec.warp])
     assert {w: value(ev.memory["preds"][w][:16]) for w in sent} == sent
     for rec in run.trace:  # shared and local words: the last value the launch wrote
         for space, addr, _ in rec.mem:
