@@ -132,6 +132,7 @@ def schedule(g: Graph, shape: LayerShape) -> Schedule:
         if name not in ready:
             raise ValueError(f"feature {name} is never written")
     _sink(g, order, io, place, used, shape)
+    _selection_last(g, order, io, place, used, shape)
 
     ready = {n: -1 for n, f in g.features.items() if f.token_input}
     first: dict[str, int] = dict(ready)  # first sublayer writing each feature (its dims' birth)
@@ -215,6 +216,23 @@ def _sink(g: Graph, order: list, io: dict, place: dict, used: dict, shape: Layer
             used[(kind, place[node])] -= size
             used[(kind, best)] = used.get((kind, best), 0) + size
             place[node] = best
+
+
+def _selection_last(g: Graph, order: list, io: dict, place: dict, used: dict,
+                    shape: LayerShape) -> None:
+    """Rule groups that write aliases (the output selection) add to dims a token input holds,
+    so every reader of that input must come first: they all go into one MLP sublayer after
+    every other node (a group that also reads the input reads it there, before any adds)."""
+    aliased = {n for n, f in g.features.items() if f.alias}
+    writers = [n for n in order if n[0] == "rules" and io[n][1] & aliased]
+    if not writers:
+        return
+    for w in writers:
+        used[("rules", place[w])] -= io[w][2]
+    s = _fit("rules", max(place.values()), sum(io[w][2] for w in writers), used, shape)
+    for w in writers:
+        place[w] = s
+        used[("rules", s)] = used.get(("rules", s), 0) + io[w][2]
 
 
 def _place_clears(g: Graph, shape: LayerShape, ready: dict[str, int],
