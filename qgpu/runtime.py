@@ -66,7 +66,7 @@ class GpuModel:
         """Rows of a bits bank read from its head's recurrent state (host side: decoding
         only). Every data entry must be exactly 0 or VALUE_SCALE."""
         layer, head = self.sched.heads[bank]
-        state = cache.layers[layer].recurrent_states[0, head].float()
+        state = cache.get_recurrent_state(layer)[0, head].float()
         data = state[:rows, nx.ROW_ANCHORS:nx.ROW_ANCHORS + width]
         bad = (data != 0) & (data != nx.VALUE_SCALE)
         if bool(bad.any()):
