@@ -10,10 +10,9 @@ Built stage by stage; each stage adds features, memory banks and rule groups to 
 * ``writeback`` — VAL, PROW and MEM frames write the register files, predicate rows and memories
   that later blocks read (and from which the host reads results);
 * ``fetch`` — an EXEC token reads its block's rows and decodes every slot's fields;
-* the slots (execute.py, memory.py) — operands, units, faults, store records, the branch.
-
-Stages still to come (control: SIMT stack and scheduler; the outbox and the emission of the
-write-back frames; output selection) extend the same graph.
+* the slots (execute.py, memory.py) — operands, units, faults, store records, the branch;
+* control (control.py) — the lanes' pcs, the warp's next block, the scheduler's sweep;
+* emission (emit.py) — the outbox, the stream's positions and the token every pass chooses.
 """
 
 from __future__ import annotations
