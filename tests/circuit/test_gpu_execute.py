@@ -10,8 +10,8 @@ from qgpu import limits
 from qgpu import tokens as T
 from qgpu.circuit.gpu import encoding, execute, machine
 from qgpu.compiler.evaluate import Evaluator
-from qgpu.interp import MASK32, _compare, _plop, alu, shuffle_lane
-from qgpu.isa import Op, Space, TermKind, guard_parts
+from qgpu.interp import MASK32, _compare, _plop, alu, s32, shuffle_lane
+from qgpu.isa import INDEX_UNSIGNED, INDEXED, Op, Space, TermKind, guard_parts
 from tests.circuit.test_gpu_writeback import launch_stream
 
 KERNELS = ("dot", "vec_max", "index_2d", "copy", "reduce_multiblock", "minmax_abs", "count_if",
@@ -94,6 +94,10 @@ def test_slots_compute_what_the_machine_computes(graph, name: str) -> None:
                         want = launch.params[ins.imm // 4] & MASK32
                     else:
                         where = (r[(ln, ins.a)] + ins.imm) & MASK32
+                        if ins.mod & INDEXED:  # a + 4 * index (signed unless marked)
+                            index = r[(ln, ins.b)]
+                            index = index if ins.mod & INDEX_UNSIGNED else s32(index)
+                            where = (r[(ln, ins.a)] + 4 * index) & MASK32
                         owner = (rec.warp, ln) if space == Space.LOCAL else ()
                         want = memory[(space.name.lower(), where, *owner)]
                     assert value(vals[f"x{s}.res{ln}"]) == want, (name, rec.block, s, ln, ins)

@@ -31,9 +31,9 @@ from qgpu import limits
 from qgpu import tokens as T
 from qgpu.circuit.gpu import control as C
 from qgpu.circuit.gpu.encoding import FIELD, FIELDS, KINDS, LANE_SELECT, SPACES
-from qgpu.circuit.gpu.machine import EXEC, LANES, instr_bits, kind_dim
+from qgpu.circuit.gpu.machine import EXEC, LANES, instr_bits, kind_dim, op_is
 from qgpu.compiler.graph import Address, Graph, Part, Rule
-from qgpu.isa import SLOT_UNITS, Space
+from qgpu.isa import SLOT_UNITS, Op, Space
 
 GAIN = 32
 WORD = 32
@@ -55,10 +55,11 @@ POS = {p: i for i, p in enumerate(POSITIONS)}
 VALUE_POSITIONS = [p for p in POSITIONS if p[0] in ("val", "prow", "mem")]
 
 FLAGS = [(f"o.d{s}", 4) for s in SLOTS] + [(f"o.fin{s}", 4) for s in SLOTS] + [
-    ("o.uni", 4), ("o.prow", 1), ("o.rec", 4)] + [(f"o.sp{lane}", 3) for lane in LANES] + [
-    (f"o.w{lane}", 7) for lane in LANES] + [("c.parkT", 1), ("c.parkO", 1), ("c.exit", 1)]
+    ("o.uni", 4), ("o.prow", 1), ("o.rec", 4), ("o.ss", len(MEMORY_SLOTS))] + [
+    (f"o.sp{lane}", 3) for lane in LANES] + [(f"o.w{lane}", 7) for lane in LANES]
 CONTROL = [("c.tgt", 7), ("c.oth", 7), ("c.tm", 4), ("c.om", 4), ("c.pc", 7), ("c.m", 4),
-           ("c.nk", 4), ("c.sw", 2), ("x4.pr", 16)]
+           ("c.nk", 4), ("c.sw", 2), ("x4.pr", 16), ("c.parkT", 1), ("c.parkO", 1),
+           ("c.exit", 1)]
 
 
 def _offsets(layout: list[tuple[str, int]]) -> dict[str, int]:
@@ -150,12 +151,14 @@ def results(g: Graph) -> None:
 
 
 def records(g: Graph) -> None:
-    """The store's records by lane (only one memory slot of a block stores): o.rec, the space
-    (o.sp), the word (o.w) and the value (o.sv)."""
+    """The store's records by lane (only one memory slot of a block stores): o.ss (which slot),
+    o.rec, the space (o.sp) and the word (o.w). The stored value goes into the slot's result
+    (a store writes no register), so its value bank carries it."""
     g.feature("o.rec", limits.WARP_LANES)
-    rules = []
+    g.feature("o.ss", len(MEMORY_SLOTS))
+    rules = [Rule(EXEC + op_is(s, Op.ST), ((("o.ss", k), 1),)) for k, s in enumerate(MEMORY_SLOTS)]
     for lane in LANES:
-        for name, size in ((f"o.sp{lane}", 3), (f"o.w{lane}", 7), (f"o.sv{lane}", WORD)):
+        for name, size in ((f"o.sp{lane}", 3), (f"o.w{lane}", 7)):
             g.feature(name, size)
         for s in MEMORY_SLOTS:
             keep = ((f"x{s}.keep{lane}", 0), 1)
@@ -164,9 +167,13 @@ def records(g: Graph) -> None:
                       for k in range(3)]
             rules += [Rule((keep, ((f"x{s}.sum{lane}", 2 + i), 1)), (((f"o.w{lane}", i), 1),))
                       for i in range(7)]
-            rules += [Rule((keep, ((f"x{s}.v{lane}", i), 1)), (((f"o.sv{lane}", i), 1),))
-                      for i in range(WORD)]
     g.rule_group("o.records", rules)
+    for s in MEMORY_SLOTS:
+        for lane in LANES:
+            st = (((f"x{s}.ex{lane}", 0), 1),) + op_is(s, Op.ST)
+            g.rule_group(f"x{s}.res{lane}.st", [
+                Rule(st + (((f"x{s}.v{lane}", i), 1),), (((f"x{s}.res{lane}", i), 1),))
+                for i in range(WORD)])
 
 
 def outbox(g: Graph) -> None:
@@ -184,9 +191,6 @@ def outbox(g: Graph) -> None:
             g.bank(f"ob.v{s}{lane}", 1, "bits")
             g.write(f"ob.v{s}{lane}", "one", parts=[Part(f"x{s}.res{lane}")],
                     enable=kind_dim("exec"))
-    for lane in LANES:
-        g.bank(f"ob.sv{lane}", 1, "bits")
-        g.write(f"ob.sv{lane}", "one", parts=[Part(f"o.sv{lane}")], enable=kind_dim("exec"))
 
 
 # --- every token: where it is and what comes next --------------------------------------------
@@ -198,6 +202,11 @@ def _bits_are(dims: list[tuple[str, int]], value: int) -> tuple:
 
 def _rails_are(field: str, value: int, width: int) -> tuple:
     return tuple(((f"{field}{value >> i & 1}", i), 1) for i in range(width))
+
+
+def _present(p: int) -> tuple[str, int]:
+    """The dim saying whether position p is present in the block's stream."""
+    return ("e.pc" if POSITIONS[p][0] in ("parkT", "parkO", "exit", "next") else "e.pr", p)
 
 
 def positions(g: Graph) -> None:
@@ -213,10 +222,11 @@ def positions(g: Graph) -> None:
     rules.append(Rule(((flag("o.prow"), 1),), ((("e.pr", POS["prow",]), 1),)))
     rules += [Rule(((flag("o.rec", lane), 1),), ((("e.pr", POS["mem", lane]), 1),))
               for lane in LANES]
-    rules += [Rule(((flag(f"c.{k}"), 1),), ((("e.pr", POS[k,]), 1),))
-              for k in ("parkT", "parkO", "exit")]
-    rules.append(Rule((), ((("e.pr", POS["next",]), 1),)))
     g.rule_group("e.pr", rules)
+    g.feature("e.pc", n)  # the control positions' presence, from the control bank
+    g.rule_group("e.pc", [Rule(((ctl(f"c.{k}"), 1),), ((("e.pc", POS[k,]), 1),))
+                          for k in ("parkT", "parkO", "exit")]
+                 + [Rule((), ((("e.pc", POS["next",]), 1),))])
     for lane in LANES:  # MEM headers: bits where the header's word differs from the record's
         mx = f"e.mx{lane}"
         g.feature(mx, 1)
@@ -252,57 +262,56 @@ def positions(g: Graph) -> None:
     g.rule_group("e.hp", [Rule(((("e.pos", p), 1),), ((("e.hp", 0), 1),)) for p in range(n)])
     g.feature("e.nf", n, "onehot")
     g.rule_group("e.nf", [
-        Rule(((("e.pos", p), 1), (("e.pr", q), 1))
-             + tuple((("e.pr", r), 0) for r in range(p + 1, q)), ((("e.nf", q), 1),))
+        Rule(((("e.pos", p), 1), (_present(q), 1))
+             + tuple((_present(r), 0) for r in range(p + 1, q)), ((("e.nf", q), 1),))
         for p in range(n) for q in range(p + 1, n)])
     g.bank("ob.cf", 1, "bits")
     g.write("ob.cf", "one", parts=[Part("e.nf")], enable=("e.hp", 0))
     g.feature("e.cf", n)
     g.read("ob.cf", "one", "e.cf")
     g.feature("e.fr", n, "onehot")
-    rules = [Rule(((("e.hp", 0), 1), (("e.nf", q), 1)), ((("e.fr", q), 1),)) for q in range(n)]
-    rules += [Rule(((kind_dim(f"d{k}"), 1), (("e.cf", q), 1)), ((("e.fr", q), 1),))
-              for k in range(1, T.DATA_POSITIONS + 1) for q in range(n)]
-    g.rule_group("e.fr", rules)
+    g.rule_group("e.fr", [Rule(lits, ((("e.fr", q), 1),)) for q in range(n)
+                          for lits in _frame_is(q)])
+
+
+def _frame_is(q: int) -> list[tuple]:
+    """Literal sets, one of which holds when the next token belongs to frame q: a header's (or
+    the EXEC's) successor, or the frame a data token's last header announced."""
+    return [((("e.hp", 0), 1), (("e.nf", q), 1))] + [
+        ((kind_dim(f"d{k}"), 1), (("e.cf", q), 1)) for k in range(1, T.DATA_POSITIONS + 1)]
 
 
 def values(g: Graph) -> None:
     """e.v: the frame's value (its bank's read is enabled by the frame; an ``all`` frame reads
     the lowest active lane's); e.k: which byte the next token carries (one-hot 0..3)."""
     fr = {p: ("e.fr", i) for p, i in POS.items()}
-    nv = len(SLOTS) * limits.WARP_LANES
-    g.feature("e.en", nv + limits.WARP_LANES)
+    g.feature("e.en", len(SLOTS) * limits.WARP_LANES)  # which value bank to read
     rules = []
     for s in SLOTS:
         for lane in LANES:
-            rules.append(Rule(((fr["val", s, lane], 1),), ((("e.en", 4 * s + lane), 1),)))
-            rules.append(Rule(((fr["val", s, T.LANE_ALL], 1),) + _lowest(lane, "cur.m"),
-                              ((("e.en", 4 * s + lane), 1),)))
-    rules += [Rule(((fr["mem", lane], 1),), ((("e.en", nv + lane), 1),)) for lane in LANES]
+            en = ((("e.en", 4 * s + lane), 1),)
+            for lits in _frame_is(POS["val", s, lane]):
+                rules.append(Rule(lits, en))
+            for lits in _frame_is(POS["val", s, T.LANE_ALL]):
+                rules.append(Rule(lits + _lowest(lane, "cur.m"), en))
+            if s in MEMORY_SLOTS:  # a store's records: the storing slot's bank
+                for lits in _frame_is(POS["mem", lane]):
+                    rules.append(Rule(lits + ((flag("o.ss", MEMORY_SLOTS.index(s)), 1),), en))
     g.rule_group("e.en", rules)
     g.feature("e.v", WORD, accumulate=True)
     for s in SLOTS:
         for lane in LANES:
             g.read(f"ob.v{s}{lane}", Address((), ("e.en", 4 * s + lane)), "e.v")
-    for lane in LANES:
-        g.read(f"ob.sv{lane}", Address((), ("e.en", nv + lane)), "e.v")
     g.rule_group("e.v.prow", [Rule(((fr["prow",], 1), (ctl("x4.pr", i), 1)), ((("e.v", i), 1),))
                               for i in range(2 * 8)])
-    for k in range(1, 4):
-        g.feature(f"e.bc{k}", 1)
-        g.rule_group(f"e.bc{k}", [Rule(((("e.v", 8 * k + i), 1),), (((f"e.bc{k}", 0), 1),))
-                                  for i in range(8)])
-    g.feature("e.nz", 3)
-    g.rule_group("e.nz", [Rule((), ((("e.nz", k - 1), 1),), count=((f"e.bc{k}", 0), 1))
-                          for k in range(1, 4)])
-    g.feature("e.k", 4, "onehot")
+    g.feature("e.k", 4, "onehot")  # the byte the next token carries
     hp = ((("e.hp", 0), 1),)
-    nz = [("e.nz", k) for k in range(3)]
     rules = [Rule(((kind_dim(f"d{k}"), 1),), ((("e.k", k - 1), 1),)) for k in range(1, 4)]
-    rules += [Rule(hp + ((nz[2], 1),), ((("e.k", 3), 1),)),
-              Rule(hp + ((nz[2], 0), (nz[1], 1)), ((("e.k", 2), 1),)),
-              Rule(hp + ((nz[2], 0), (nz[1], 0), (nz[0], 1)), ((("e.k", 1), 1),)),
-              Rule(hp + ((nz[2], 0), (nz[1], 0), (nz[0], 0)), ((("e.k", 0), 1),))]
+    for i in range(8, WORD):  # a frame's first token: the byte of its highest set bit
+        rules.append(Rule(hp + ((("e.v", i), 1),) + tuple((("e.v", j), 0)
+                                                          for j in range(i + 1, WORD)),
+                          ((("e.k", i // 8), 1),)))
+    rules.append(Rule(hp + tuple((("e.v", j), 0) for j in range(8, WORD)), ((("e.k", 0), 1),)))
     g.rule_group("e.k", rules)
     g.feature("e.hv", 1)
     g.rule_group("e.hv", [Rule(((fr[p], 1),), ((("e.hv", 0), 1),)) for p in VALUE_POSITIONS])
