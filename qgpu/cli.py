@@ -59,6 +59,9 @@ def _build_parser() -> _Parser:
         p.add_argument("--compiler", default="auto")
     suite = sub.add_parser("suite", help="run the kernel suite on both interpreters")
     suite.add_argument("--seeds", type=int, default=3)
+    suite.add_argument("--model", choices=("float32", "bfloat16"),
+                       help="instead: compile the GPU circuit in this dtype and run every "
+                            "kernel on it, checked token by token against the machine")
     suite.add_argument("names", nargs="*", help="only these kernels")
     build = sub.add_parser("build", help="build the merged model (cached stages)")
     build.add_argument("--base", required=True, help="tiny, a Hub model id, or a checkpoint dir")
@@ -129,6 +132,10 @@ def main(argv: list[str] | None = None) -> int:
                 print(json.dumps(out))
             else:
                 print(f"base:   {out['base']}\nmerged: {out['merged']}")
+        elif ns.model:
+            from qgpu.suite import print_model_report
+
+            return print_model_report(ns.names, ns.model)
         else:
             from qgpu.suite import print_suite_report
 

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from qgpu import tokens
-from qgpu.driver import SUITE_DIR, CompiledModule, load_ptx, place_arguments
+from qgpu.driver import SUITE_DIR, CompiledModule, load_ptx, place_arguments, read_back
 from qgpu.errors import QgpuError
 
 sys.path.insert(0, str(SUITE_DIR.parent))
@@ -110,4 +110,47 @@ def print_suite_report(names: list[str], seeds: int) -> int:
             print(f"    seed {c.seed}: ptx: {c.ptx or 'exact'}; machine: {c.machine or 'exact'}")
     print(f"{len(kernels) - failures}/{len(kernels)} kernels exact on {seeds} seeds "
           f"({time.perf_counter() - t0:.1f} s)")
+    return 1 if failures else 0
+
+
+def print_model_report(names: list[str], dtype: str, gpu=None) -> int:
+    """Run kernels (seed 0) on the compiled GPU circuit, each generated token checked against
+    the reference machine's stream; one line per kernel (prompt and generated tokens, exact or
+    the first diverging token, seconds); exit status 1 unless every launch is exact and its
+    results equal the intent model. `gpu`: an already compiled GpuModel."""
+    from qgpu.interp import run_program
+    from qgpu.runtime import GpuModel, run_launch
+
+    kernels = [by_name(n) for n in names] if names else list(SUITE)
+    t0 = time.perf_counter()
+    gpu = gpu or GpuModel.compile(dtype)
+    print(f"compiled the GPU circuit ({dtype}): {gpu.sched.layers} layers, K = "
+          f"{gpu.sched.k_used}, {time.perf_counter() - t0:.0f} s")
+    print(f"{'kernel':24} {'prompt':>6} {'generated':>9} {'s':>6}  result")
+    failures = 0
+    for k in kernels:
+        kernel = suite_module(k).kernel(k.name)
+        args = make_args(k, 0)
+        place = place_arguments(kernel.ptx.params, args)
+        prog = kernel.program
+        launch = tokens.Launch(prog, k.grid, k.block, place.params, place.memory,
+                               place.allocations, prog.shared_bytes(k.dynamic_shared) // 4)
+        ref = run_program(prog, grid=k.grid, block=k.block, params=place.params,
+                          memory=place.memory, dynamic_shared=k.dynamic_shared,
+                          allocations=place.allocations)
+        expected = tokens.expected_tokens(launch, ref.trace)
+        t = time.perf_counter()
+        try:
+            run = run_launch(gpu, launch, expected=expected)
+            intent = [list(map(int, a)) if isinstance(a, list) else a for a in k.intent(args)]
+            diff = first_difference(intent, read_back(place, args, run.memory))
+            result = "exact" if diff is None else f"results differ: {diff}"
+            generated = len(run.generated)
+        except QgpuError as e:
+            result, generated = e.message, getattr(e, "index", -1) + 1
+        failures += result != "exact"
+        print(f"{k.name:24} {len(tokens.prompt_tokens(launch)):>6} {generated:>9} "
+              f"{time.perf_counter() - t:>6.0f}  {result}", flush=True)
+    print(f"{len(kernels) - failures}/{len(kernels)} kernels exact on the model "
+          f"({time.perf_counter() - t0:.0f} s)")
     return 1 if failures else 0

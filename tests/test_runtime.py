@@ -12,7 +12,7 @@ from qgpu import interp
 from qgpu import tokens as T
 from qgpu.driver import place_arguments, read_back
 from qgpu.runtime import Divergence, GpuModel, run_launch
-from qgpu.suite import by_name, make_args, suite_module
+from qgpu.suite import by_name, make_args, print_model_report, suite_module
 
 KERNEL = "copy"  # three thread blocks, divergence at the bounds check, indexed loads and stores
 
@@ -47,13 +47,18 @@ def test_the_model_runs_a_launch_with_no_interpreter(gpu, monkeypatch) -> None:
     assert read_back(place, args, run.memory) == want
 
 
-def test_check_compares_every_token_with_the_reference(gpu) -> None:
+def test_the_suite_report_checks_every_token(gpu, capsys) -> None:
+    """``python -m qgpu suite --model float32 copy``: exact token for token, results equal."""
+    assert print_model_report([KERNEL], "float32", gpu) == 0
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith(KERNEL))
+    assert line.split()[1:3] == ["316", "57"] and line.endswith("exact")
+
+
+def test_check_reports_the_first_diverging_token(gpu) -> None:
     k, args, place, launch = launch_of(KERNEL)
     ref = interp.run_program(launch.program, grid=k.grid, block=k.block, params=place.params,
                              memory=place.memory, allocations=place.allocations)
     expected = T.expected_tokens(launch, ref.trace)
-    run = run_launch(gpu, launch, expected=expected)
-    assert run.generated == expected and run.memory == ref.memory
     wrong = list(expected)
     i = next(i for i, t in enumerate(wrong) if T.body(t).startswith("val"))
     wrong[i] = T.name("end")  # a reference that disagrees at token i: reported there
