@@ -103,6 +103,9 @@ def mem_space(ins: Instr) -> Space:
     return Space(ins.mod & 3)
 
 
+ATOMIC_OPS = (Op.ATOMG, Op.ATOMS)
+
+
 class Atom(IntEnum):
     """Atomic operations of ATOMG/ATOMS (mod field)."""
 
@@ -205,6 +208,8 @@ class Instr:
             raise ValueError(f"{self.op.name}: mod/guard out of range")
         if self.op in (Op.LD, Op.ST) and self.mod & INDEXED and self.imm:
             raise ValueError(f"{self.op.name}: the indexed form a + 4*b has no immediate")
+        if self.op in ATOMIC_OPS and self.mod == Atom.CAS and self.imm:
+            raise ValueError(f"{self.op.name}.CAS has no immediate (its c comes through port b)")
 
     def reads(self) -> tuple[int, ...]:
         """General registers this instruction reads (r0 included when named)."""
@@ -269,6 +274,7 @@ MUL_OPS = frozenset({Op.MUL, Op.MULHI, Op.MULHIU, Op.MAD})
 SLOT_UNITS = ("memory", "multiply", "memory", "multiply")
 """The unit each slot has besides the ALU (every slot has one). A multiplier or a memory unit in
 every slot would make every slot as deep as its deepest unit (docs/ISA.md §6)."""
+
 NOP = Instr(Op.ADD)  # add r0, r0, r0: fills a slot the next instruction cannot use
 
 
@@ -288,12 +294,18 @@ def accesses_memory(ins: Instr) -> bool:
 
 
 def writes_memory(ins: Instr) -> bool:
-    return ins.op in (Op.ST, Op.ATOMG, Op.ATOMS)
+    return ins.op in (Op.ST, *ATOMIC_OPS)
 
 
 def slot_allows(slot: int, ins: Instr) -> bool:
     unit = unit_of(ins)
     return unit == "alu" or SLOT_UNITS[slot] == unit
+
+
+def reads_atomic_result(later: Instr, earlier: Instr) -> bool:
+    """Whether `later` reads the register an atomic `earlier` returns, which no later slot of
+    the atomic's block may do (the model computes the old value off the slots' path)."""
+    return earlier.op in ATOMIC_OPS and earlier.d != 0 and earlier.d in later.reads()
 
 
 @dataclass(frozen=True)
@@ -313,6 +325,9 @@ class Block:
             if not slot_allows(slot, ins):
                 raise ValueError(f"slot {slot} has no {unit_of(ins)} unit for {ins.op.name} "
                                  f"(slot units: {', '.join(SLOT_UNITS)})")
+            if any(reads_atomic_result(ins, e) for e in self.instrs[:slot]):
+                raise ValueError(f"slot {slot}: {ins.op.name} reads the result of the block's "
+                                 f"atomic")
             if stored and accesses_memory(ins):
                 raise ValueError(f"slot {slot}: {ins.op.name} accesses memory after a store or "
                                  f"atomic in the same block")

@@ -53,7 +53,7 @@ from dataclasses import dataclass
 from qgpu import limits, rom
 from qgpu.errors import LaunchError, UsageError
 from qgpu.interp import EXITED, MASK32, TraceRecord
-from qgpu.isa import Program, Term, TermKind
+from qgpu.isa import ATOMIC_OPS, Block, Program, Term, TermKind
 
 PREFIX = "<|gpu:"
 SUFFIX = "|>"
@@ -218,10 +218,11 @@ def sends_pred_row(rec: TraceRecord, live: rom.Live) -> bool:
     return any(live.preds >> p & 1 for _, p, _ in rec.preds)
 
 
-def writeback_tokens(rec: TraceRecord, live: rom.Live, row: int) -> list[str]:
+def writeback_tokens(rec: TraceRecord, block: Block, live: rom.Live, row: int) -> list[str]:
     """The write-back frames of one executed block, in the protocol's order: slot by slot, the
     live register the slot wrote last in some lanes (one ``all`` frame when that is every
-    active lane with one value, else one frame per lane, ascending); the warp's predicate row
+    active lane with one value and the slot is no atomic — the model computes an atomic's old
+    values too late to compare them — else one frame per lane, ascending); the warp's predicate row
     `row` (the row the model holds — as the last row sent left it — with the block's predicate
     writes) if the block wrote a live predicate; then the
     words the block's store or atomic wrote, in lane order (a word several lanes wrote goes once,
@@ -234,7 +235,8 @@ def writeback_tokens(rec: TraceRecord, live: rom.Live, row: int) -> list[str]:
             continue
         r = next(iter(writes.values()))[0]
         values = {v for _, v in writes.values()}
-        if set(writes) == set(_lanes(rec.mask)) and len(values) == 1:
+        uniform = set(writes) == set(_lanes(rec.mask)) and len(values) == 1
+        if uniform and block.instrs[slot].op not in ATOMIC_OPS:
             out += frame(f"val:r{r}:{LANE_ALL}:{{}}", values.pop())
         else:
             for ln in sorted(writes):
@@ -338,7 +340,7 @@ def _stream(launch: Launch, trace: list[TraceRecord]) -> tuple[list[str], tuple 
                              f"the schedule runs {nxt}")
         out.append(exec_token(rec.block, rec.warp, rec.mask))
         row = pred_row(rec.preds, rows[rec.warp])
-        out += writeback_tokens(rec, live[rec.block], row)
+        out += writeback_tokens(rec, program.blocks[rec.block], live[rec.block], row)
         if sends_pred_row(rec, live[rec.block]):
             rows[rec.warp] = row
         tail, nxt = sched.after(rec, program.blocks[rec.block].term)

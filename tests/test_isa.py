@@ -6,7 +6,9 @@ import pytest
 
 from qgpu import limits
 from qgpu.isa import (
+    ATOMIC_OPS,
     INDEXED,
+    Atom,
     Block,
     Instr,
     Op,
@@ -27,6 +29,7 @@ from qgpu.isa import (
 def random_instr(rng: random.Random) -> Instr:
     op, mod = Op(rng.randrange(len(Op))), rng.randrange(16)
     indexed = op in (Op.LD, Op.ST) and mod & INDEXED  # a + 4*b: no immediate
+    indexed |= op in ATOMIC_OPS and mod == Atom.CAS  # nor has CAS
     return Instr(
         op, d=rng.randrange(16), a=rng.randrange(16), b=rng.randrange(16), c=rng.randrange(16),
         imm=0 if indexed else rng.randrange(-(1 << 31), 1 << 31), bi=rng.random() < 0.5,
@@ -37,6 +40,15 @@ def random_instr(rng: random.Random) -> Instr:
 def test_indexed_accesses_have_no_immediate() -> None:
     with pytest.raises(ValueError, match="no immediate"):
         Instr(Op.LD, 1, 2, 3, imm=4, mod=Space.GLOBAL | INDEXED)
+    with pytest.raises(ValueError, match="no immediate"):
+        Instr(Op.ATOMG, 1, 2, 3, 4, imm=4, mod=Atom.CAS)
+
+
+def test_nothing_in_an_atomics_block_reads_its_result() -> None:
+    atom = Instr(Op.ATOMG, 5, 2, 3, mod=Atom.ADD)
+    with pytest.raises(ValueError, match="reads the result of the block's atomic"):
+        Block((atom, Instr(Op.ADD, 6, 5, imm=1, bi=True)), Term(TermKind.EXIT))
+    Block((atom, Instr(Op.ADD, 5, 3, imm=1, bi=True)), Term(TermKind.EXIT))  # writing it is fine
 
 
 def test_instruction_encoding_round_trips() -> None:

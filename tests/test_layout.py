@@ -90,3 +90,11 @@ def test_no_memory_access_follows_a_store_in_its_block() -> None:
     assert pack_slots([st, LD_G, add]) == [[st, add], [LD_G]]
     with pytest.raises(ValueError, match="accesses memory after a store"):
         Block((st, NOP, LD_G), Term(TermKind.EXIT))
+
+
+def test_an_atomics_result_is_read_in_a_later_block() -> None:
+    """The model computes an atomic's old values after the block's slots: a reader waits for
+    the next block, an independent instruction still fills the slot."""
+    atom = Instr(Op.ATOMG, 4, 1, 2, mod=Atom.ADD)
+    use, other = Instr(Op.ADD, 6, 4, 4), Instr(Op.ADD, 7, 3, 3)
+    assert pack_slots([atom, use, other]) == [[atom, other], [use]]

@@ -21,6 +21,7 @@ from qgpu.isa import (
     TermKind,
     accesses_memory,
     guard_code,
+    reads_atomic_result,
     slot_allows,
     writes_memory,
 )
@@ -164,8 +165,8 @@ def pack_slots(instrs: list[Instr]) -> list[list[Instr]]:
 
     Slot by slot, the first instruction in program order that the slot's units can run and that
     depends on no instruction still waiting takes it (memory accesses keep their order, so the
-    first fault stays the first; none follows a store or atomic in its block); a slot nothing
-    fits holds a NOP."""
+    first fault stays the first; none follows a store or atomic in its block; nothing reads an
+    atomic's result in the atomic's block); a slot nothing fits holds a NOP."""
     pending = list(instrs)
     chunks: list[list[Instr]] = []
     while pending or not chunks:
@@ -176,6 +177,7 @@ def pack_slots(instrs: list[Instr]) -> list[list[Instr]]:
             stored = any(writes_memory(ins) for ins in chunk)
             pick = next((k for k, ins in enumerate(pending) if slot_allows(slot, ins)
                          and not (stored and accesses_memory(ins))
+                         and not any(reads_atomic_result(ins, e) for e in chunk)
                          and not any(must_follow(ins, e) for e in pending[:k])), None)
             chunk.append(NOP if pick is None else pending.pop(pick))
         while chunk and chunk[-1] is NOP:

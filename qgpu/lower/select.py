@@ -1128,6 +1128,8 @@ class Selector:
         else:
             kind = ATOMS[name]
         base, off = self.address(ops[0])
+        if kind == Atom.CAS and off:  # CAS has no immediate (docs/ISA.md §4)
+            base, off = self.tmp(Op.ADD, base, imm=off), 0
         b = self.reg_in(ops[1])
         c = self.reg_in(ops[2]) if kind == Atom.CAS else ZERO
         d = self.dest(dst) if dst is not None else ZERO

@@ -16,8 +16,8 @@ from qgpu.circuit.gpu import emit, encoding, machine
 from qgpu.circuit.gpu.encoding import FIELDS
 from qgpu.compiler.evaluate import Evaluator
 from qgpu.errors import LaunchError
-from qgpu.interp import run_program
-from qgpu.isa import Block, Instr, Op, Program, Space, SReg, Term, TermKind
+from qgpu.interp import run_program, s32
+from qgpu.isa import Atom, Block, Instr, Op, Program, Space, SReg, Term, TermKind
 from tests.circuit.test_gpu_writeback import launch_stream
 
 KERNELS = ("vec_add", "reverse", "shfl_broadcast", "transpose_shared", "matmul4_regs")
@@ -121,3 +121,59 @@ def test_a_fault_is_chosen_right_after_its_exec(graph, logits) -> None:
     stream = T.fault_tokens(launch, err.value)
     assert stream[-1] == T.name("fault:global_bounds")
     generate_checked(graph, logits, T.prompt_tokens(launch), stream)
+
+
+ATOMIC_CASES = {  # op: (the word's first value, each lane's b, each lane's c): lanes collide
+    Atom.ADD: (7, [1, -3, 100, 1 << 31], [0] * 4),
+    Atom.MIN: (5, [9, -2, 3, -7], [0] * 4),
+    Atom.MAX: (-5, [-9, 2, -3, 7], [0] * 4),
+    Atom.MINU: (5, [9, -2, 3, 4], [0] * 4),
+    Atom.MAXU: (5, [2, -2, 3, -1], [0] * 4),
+    Atom.EXCH: (5, [1, 2, 3, 4], [0] * 4),
+    Atom.CAS: (5, [5, 5, 7, 0], [7, 9, 1, 3]),
+    Atom.AND: (-1, [0x0FF0, 0x7F00, -1, 0x0300], [0] * 4),
+    Atom.OR: (0, [1, 2, 0x100, 1 << 31], [0] * 4),
+    Atom.XOR: (0x0F, [1, 3, 0x0F, -1], [0] * 4),
+    Atom.INC: (2, [3, 3, 3, 3], [0] * 4),  # 2 -> 3 -> 0 -> 1 -> 2
+    Atom.DEC: (1, [2, 2, 2, 5], [0] * 4),  # 1 -> 0 -> 2 -> 1 -> 0
+}
+
+
+def atomic_program(kind: Atom, space: Space) -> Program:
+    """Every lane of a warp applies `kind` to one word (global word `base`, or shared word 0
+    set to the global one first) with its own b and c from memory, then stores the old value
+    it got: the lanes' chain, the old values' write-back and the word's one record."""
+    op = Op.ATOMG if space == Space.GLOBAL else Op.ATOMS
+    word = 0 if space == Space.SHARED else 2  # r0 or the base pointer
+    setup = [Block((Instr(Op.S2R, 1, mod=SReg.TID_X), Instr(Op.SHL, 3, 1, imm=2, bi=True),
+                    Instr(Op.LD, 2, 0, mod=Space.PARAM)), Term(TermKind.JMP, 1)),
+             Block((Instr(Op.LD, 7, 2, mod=Space.GLOBAL), Instr(Op.ADD, 3, 2, 3)),
+                   Term(TermKind.JMP, 2)),
+             Block((Instr(Op.LD, 4, 3, imm=4, mod=Space.GLOBAL), Instr(Op.ADD, 0, 0, 0),
+                    Instr(Op.LD, 5, 3, imm=20, mod=Space.GLOBAL)), Term(TermKind.JMP, 3))]
+    if space == Space.SHARED:
+        setup.append(Block((Instr(Op.ST, 0, 0, 7, mod=Space.SHARED),), Term(TermKind.JMP, 4)))
+    n = len(setup)
+    return Program("t", (*setup,
+                         Block((Instr(op, 6, word, 4, 5, mod=kind),), Term(TermKind.JMP, n + 1)),
+                         Block((Instr(Op.ST, 0, 3, 6, imm=36, mod=Space.GLOBAL),),
+                               Term(TermKind.EXIT))), 1, 4 if space == Space.SHARED else 0, 0, 0)
+
+
+@pytest.mark.parametrize("kind", list(Atom), ids=lambda k: k.name)
+def test_atomics_chain_the_lanes_of_one_word(graph, logits, kind: Atom) -> None:
+    """Four lanes on one word, for every atomic operation (and ADD on shared memory): the
+    circuit writes back each lane's old value and the word's final value, as generated tokens."""
+    for space in (Space.GLOBAL, Space.SHARED) if kind == Atom.ADD else (Space.GLOBAL,):
+        first, bs, cs = ATOMIC_CASES[kind]
+        memory = [0] * limits.GLOBAL_WORDS
+        memory[1], memory[2:6], memory[6:10] = first, bs, cs
+        prog, allocations = atomic_program(kind, space), [(4, 52)]
+        run = run_program(prog, grid=(1, 1), block=(4, 1), params=[4], memory=memory,
+                          allocations=allocations)
+        olds = [s32(v) for v in run.memory[10:14]]
+        assert len(set(olds)) > 1 or kind == Atom.CAS, olds  # the lanes saw each other
+        launch = T.Launch(prog, (1, 1), (4, 1), [4], memory, allocations,
+                          prog.shared_bytes(0) // 4)
+        generate_checked(graph, logits, T.prompt_tokens(launch),
+                         T.expected_tokens(launch, run.trace))

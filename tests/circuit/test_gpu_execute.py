@@ -10,8 +10,17 @@ from qgpu import limits
 from qgpu import tokens as T
 from qgpu.circuit.gpu import encoding, execute, machine
 from qgpu.compiler.evaluate import Evaluator
-from qgpu.interp import MASK32, _compare, _plop, alu, s32, shuffle_lane
-from qgpu.isa import INDEX_UNSIGNED, INDEXED, Op, Space, TermKind, guard_parts
+from qgpu.interp import MASK32, _compare, _plop, alu, atomic, s32, shuffle_lane
+from qgpu.isa import (
+    ATOMIC_OPS,
+    INDEX_UNSIGNED,
+    INDEXED,
+    Op,
+    Space,
+    TermKind,
+    guard_parts,
+    writes_memory,
+)
 from tests.circuit.test_gpu_writeback import launch_stream
 
 KERNELS = ("dot", "vec_max", "index_2d", "copy", "reduce_multiblock", "minmax_abs", "count_if",
@@ -19,7 +28,7 @@ KERNELS = ("dot", "vec_max", "index_2d", "copy", "reduce_multiblock", "minmax_ab
            "reduce_sum", "nested_loops", "loop_break_continue", "dot_shared",
            "matmul4_regs", "bits_popc_clz", "shfl_broadcast", "warp_sum_down")  # fmt: skip
 """Launches with several warps and thread blocks, 2-D shapes, divergence and loops."""
-STORING = ("reduce_sum", "dot_shared", "matmul4_regs")  # stores of known values: checked
+STORING = ("reduce_sum", "dot_shared", "matmul4_regs", "dot")  # known stores / atomics: checked
 BRANCHING = ("dot", "divergent_if_else", "index_2d", "loop_break_continue")  # known predicates
 
 
@@ -51,8 +60,9 @@ def test_slots_compute_what_the_machine_computes(graph, name: str) -> None:
         r = {(ln, i): regs.get((*key, ln, i), 0) for ln in range(4) for i in range(16)}
         p = {(ln, i): preds.get((*key, ln, i), False) for ln in range(4) for i in range(4)}
         unknown: set[tuple] = set()  # written by a slot whose unit is not built yet
+        block_words: dict[tuple, int] = {}  # words the block's atomic wrote so far
         for s, ins in enumerate(launch.program.blocks[rec.block].instrs):
-            if ins.op == Op.ST and execute.supported(ins) and not any(
+            if writes_memory(ins) and execute.supported(ins) and not any(
                     (ln, k, x) in unknown for ln in range(4)
                                            for k, xs in (("r", ins.reads()),
                                                          ("p", ins.pred_reads()))
@@ -81,6 +91,16 @@ def test_slots_compute_what_the_machine_computes(graph, name: str) -> None:
                 a, b = r[(ln, ins.a)], ins.imm & MASK32 if ins.bi else r[(ln, ins.b)]
                 if ins.op == Op.ST:
                     pass  # its memory records are checked for the whole warp above
+                elif ins.op in ATOMIC_OPS:  # lanes in order, each after the ones before
+                    where = ("global" if ins.op == Op.ATOMG else "shared", (a + ins.imm) & MASK32)
+                    old = block_words.get(where, memory.get(where))
+                    new = atomic(ins.mod, old, r[(ln, ins.b)], r[(ln, ins.c)]) & MASK32
+                    block_words[where] = new
+                    assert (value(vals[f"a.o{ln}"]), value(vals[f"a.n{ln}"])) == (old, new), \
+                        (name, rec.block, s, ln, ins)
+                    if ins.d:
+                        r[(ln, ins.d)] = old
+                        unknown.discard((ln, "r", ins.d))
                 elif ins.op == Op.S2R:
                     t, (bx, by), (gx, gy) = 4 * rec.warp + ln, launch.block, launch.grid
                     want = (t % bx, t // bx, bx, by, rec.cta % gx, rec.cta // gx, gx, gy)[ins.mod]
@@ -149,15 +169,17 @@ def test_slots_compute_what_the_machine_computes(graph, name: str) -> None:
 
 
 def store_records(vals: dict, s: int) -> list[tuple[str, int, int]]:
-    """The records slot s's store leaves (memory.store_records), as the trace states them."""
+    """The records slot s's store or atomic leaves (memory.store_records), as the trace states
+    them."""
     out = []
+    stored = "a.n{}" if vals[f"x{s}.atm"] == [1] else f"x{s}.v{{}}"
     for ln in range(limits.WARP_LANES):
         if vals[f"x{s}.keep{ln}"] == [1]:
             space = ("global", "shared", "local")[vals[f"x{s}.sp{ln}"].index(1)]
             where = 4 * value(vals[f"x{s}.sum{ln}"][2:9])
             if space == "local":
                 where += ln * limits.LOCAL_WORDS * 4
-            out.append((space, where, value(vals[f"x{s}.v{ln}"])))
+            out.append((space, where, value(vals[stored.format(ln)])))
     return out
 
 

@@ -33,7 +33,7 @@ from qgpu.circuit.gpu import control as C
 from qgpu.circuit.gpu.encoding import FIELD, FIELDS, KINDS, LANE_SELECT, SPACES
 from qgpu.circuit.gpu.machine import EXEC, LANES, instr_bits, kind_dim, op_is
 from qgpu.compiler.graph import Address, Graph, Part, Rule
-from qgpu.isa import SLOT_UNITS, Op, Space
+from qgpu.isa import ATOMIC_OPS, SLOT_UNITS, Op, Space
 
 GAIN = 32
 WORD = 32
@@ -55,7 +55,8 @@ POS = {p: i for i, p in enumerate(POSITIONS)}
 VALUE_POSITIONS = [p for p in POSITIONS if p[0] in ("val", "prow", "mem")]
 
 FLAGS = [(f"o.d{s}", 4) for s in SLOTS] + [(f"o.fin{s}", 4) for s in SLOTS] + [
-    ("o.uni", 4), ("o.prow", 1), ("o.rec", 4), ("o.ss", len(MEMORY_SLOTS))] + [
+    ("o.uni", 4), ("o.prow", 1), ("o.rec", 4), ("o.ss", len(MEMORY_SLOTS)),
+    ("o.at", len(MEMORY_SLOTS))] + [
     (f"o.sp{lane}", 3) for lane in LANES] + [(f"o.w{lane}", 7) for lane in LANES]
 CONTROL = [("c.tgt", 7), ("c.oth", 7), ("c.tm", 4), ("c.om", 4), ("c.pc", 7), ("c.m", 4),
            ("c.nk", 4), ("c.sw", 2), ("x4.pr", 16), ("c.parkT", 1), ("c.parkO", 1),
@@ -70,6 +71,12 @@ def _offsets(layout: list[tuple[str, int]]) -> dict[str, int]:
 
 
 FLAG_AT, CONTROL_AT = _offsets(FLAGS), _offsets(CONTROL)
+VALUE_BANKS = [(f"ob.v{s}{lane}", f"x{s}.res{lane}") for s in SLOTS for lane in LANES] + [
+    (f"ob.{x}{lane}", f"a.{x[1]}{lane}") for x in ("ao", "an") for lane in LANES]
+"""The outbox's value banks and what the EXEC writes there: every slot's results, an atomic's
+old values (its register write-back) and new values (its memory records). A frame's enable
+(e.en) picks one: dims 4s + lane, then 16 + lane (old), 20 + lane (new)."""
+OLD_BANK, NEW_BANK = 4 * len(SLOTS), 4 * len(SLOTS) + limits.WARP_LANES
 
 
 def flag(name: str, i: int = 0) -> tuple[str, int]:
@@ -140,6 +147,8 @@ def results(g: Graph) -> None:
             lits = EXEC + tuple((("msk1", lane), m >> lane & 1) for lane in LANES)
             lits += tuple(((f"o.fin{s}", lane), 1) for lane in on)
             lits += tuple(((f"o.ne{s}{lane}", 0), 0) for lane in on if lane)
+            if s in MEMORY_SLOTS:  # an atomic's old values: one frame per lane
+                lits += (((f"x{s}.atm", 0), 0),)
             rules.append(Rule(lits, ((("o.uni", s), 1),)))
     g.rule_group("o.uni", rules)
     g.feature("o.pwn", 1)  # live predicates written (a count)
@@ -151,12 +160,17 @@ def results(g: Graph) -> None:
 
 
 def records(g: Graph) -> None:
-    """The store's records by lane (only one memory slot of a block stores): o.ss (which slot),
-    o.rec, the space (o.sp) and the word (o.w). The stored value goes into the slot's result
-    (a store writes no register), so its value bank carries it."""
+    """The records of the store or atomic by lane (only one memory slot of a block writes
+    memory): o.ss (which slot), o.at (it is an atomic), o.rec, the space (o.sp) and the word
+    (o.w). A stored value goes into the slot's result (a store writes no register), so its
+    value bank carries it; an atomic's old and new values have banks of their own."""
     g.feature("o.rec", limits.WARP_LANES)
     g.feature("o.ss", len(MEMORY_SLOTS))
-    rules = [Rule(EXEC + op_is(s, Op.ST), ((("o.ss", k), 1),)) for k, s in enumerate(MEMORY_SLOTS)]
+    g.feature("o.at", len(MEMORY_SLOTS))
+    rules = [Rule(EXEC + op_is(s, op), ((("o.ss", k), 1),)) for k, s in enumerate(MEMORY_SLOTS)
+             for op in (Op.ST, *ATOMIC_OPS)]
+    rules += [Rule((((f"x{s}.atm", 0), 1),), ((("o.at", k), 1),))
+              for k, s in enumerate(MEMORY_SLOTS)]
     for lane in LANES:
         for name, size in ((f"o.sp{lane}", 3), (f"o.w{lane}", 7)):
             g.feature(name, size)
@@ -186,11 +200,9 @@ def outbox(g: Graph) -> None:
                 enable=kind_dim("exec"))
         g.feature(out, sum(w for _, w in layout))
         g.read(bank, "one", out)
-    for s in SLOTS:
-        for lane in LANES:
-            g.bank(f"ob.v{s}{lane}", 1, "bits")
-            g.write(f"ob.v{s}{lane}", "one", parts=[Part(f"x{s}.res{lane}")],
-                    enable=kind_dim("exec"))
+    for bank, value in VALUE_BANKS:
+        g.bank(bank, 1, "bits")
+        g.write(bank, "one", parts=[Part(value)], enable=kind_dim("exec"))
 
 
 # --- every token: where it is and what comes next --------------------------------------------
@@ -285,23 +297,28 @@ def values(g: Graph) -> None:
     """e.v: the frame's value (its bank's read is enabled by the frame; an ``all`` frame reads
     the lowest active lane's); e.k: which byte the next token carries (one-hot 0..3)."""
     fr = {p: ("e.fr", i) for p, i in POS.items()}
-    g.feature("e.en", len(SLOTS) * limits.WARP_LANES)  # which value bank to read
+    g.feature("e.en", len(VALUE_BANKS))  # which value bank to read
     rules = []
     for s in SLOTS:
         for lane in LANES:
             en = ((("e.en", 4 * s + lane), 1),)
-            for lits in _frame_is(POS["val", s, lane]):
-                rules.append(Rule(lits, en))
+            if s in MEMORY_SLOTS:
+                k = MEMORY_SLOTS.index(s)
+                plain, atom = ((flag("o.at", k), 0),), ((flag("o.at", k), 1),)
+                for lits in _frame_is(POS["val", s, lane]):
+                    rules += [Rule(lits + plain, en),
+                              Rule(lits + atom, ((("e.en", OLD_BANK + lane), 1),))]
+                for lits in _frame_is(POS["mem", lane]):  # records: a store's value, or new
+                    rules += [Rule(lits + ((flag("o.ss", k), 1),) + plain, en),
+                              Rule(lits + atom, ((("e.en", NEW_BANK + lane), 1),))]
+            else:
+                rules += [Rule(lits, en) for lits in _frame_is(POS["val", s, lane])]
             for lits in _frame_is(POS["val", s, T.LANE_ALL]):
                 rules.append(Rule(lits + _lowest(lane, "cur.m"), en))
-            if s in MEMORY_SLOTS:  # a store's records: the storing slot's bank
-                for lits in _frame_is(POS["mem", lane]):
-                    rules.append(Rule(lits + ((flag("o.ss", MEMORY_SLOTS.index(s)), 1),), en))
     g.rule_group("e.en", rules)
     g.feature("e.v", WORD, accumulate=True)
-    for s in SLOTS:
-        for lane in LANES:
-            g.read(f"ob.v{s}{lane}", Address((), ("e.en", 4 * s + lane)), "e.v")
+    for i, (bank, _) in enumerate(VALUE_BANKS):
+        g.read(bank, Address((), ("e.en", i)), "e.v")
     g.rule_group("e.v.prow", [Rule(((fr["prow",], 1), (ctl("x4.pr", i), 1)), ((("e.v", i), 1),))
                               for i in range(2 * 8)])
     g.feature("e.k", 4, "onehot")  # the byte the next token carries

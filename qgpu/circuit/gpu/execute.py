@@ -29,7 +29,7 @@ import operator
 from collections.abc import Callable
 
 from qgpu import limits
-from qgpu.circuit.gpu import memory
+from qgpu.circuit.gpu import atomic, memory
 from qgpu.circuit.gpu.encoding import SHAPE_BITS
 from qgpu.circuit.gpu.machine import (
     ACCESSES,
@@ -47,7 +47,7 @@ from qgpu.circuit.gpu.machine import (
 )
 from qgpu.compiler import gadgets as gd
 from qgpu.compiler.graph import Address, Dim, Graph, Rule
-from qgpu.isa import PRED_DEST_OPS, SLOT_UNITS, Cmp, Instr, Op, SReg, TermKind
+from qgpu.isa import ATOMIC_OPS, PRED_DEST_OPS, SLOT_UNITS, Atom, Cmp, Instr, Op, SReg, TermKind
 
 PORTS = {"multiply": "abc", "memory": "abv"}
 """Register ports per slot unit: c is the addend of MAD, v the value a store or atomic writes;
@@ -63,9 +63,11 @@ SUPPORTED_OPS = frozenset({Op.ADD, Op.SUB, Op.AND, Op.OR, Op.XOR, Op.NOT, Op.SET
 
 
 def supported(ins: Instr) -> bool:
-    """Whether the circuit computes this instruction's result so far: the opcodes above, loads
-    and stores (a store's result: its memory records)."""
-    return ins.op in SUPPORTED_OPS or ins.op in (Op.LD, Op.ST)
+    """Whether the circuit computes this instruction's result so far: the opcodes above, loads,
+    stores and atomics (a store's result: its memory records)."""
+    return ins.op in SUPPORTED_OPS or ins.op in (Op.LD, Op.ST, *ATOMIC_OPS)
+
+
 MULTIPLYING_OPS = (Op.MUL, Op.MAD)
 
 
@@ -108,8 +110,15 @@ def port_source(g: Graph, s: int, port: str) -> tuple[list[Dim], Dim]:
     port v (field b; an indexed store's field c: ``x{s}.vf``)."""
     if SLOT_UNITS[s] != "memory" or port == "a":
         return instr_bits(s, port), kind_dim("exec")
-    if port == "b":
-        return instr_bits(s, "b"), (f"x{s}.rdb", 0)
+    if port == "b":  # a CAS reads its swap value (field c) here; it has no immediate
+        bf, cas = f"x{s}.bf", tuple(lit for lit in field_is(s, "mod", Atom.CAS))
+        g.feature(bf, 4)
+        g.rule_group(bf, [Rule(EXEC + ((b, 1),), (((bf, i), 1),))
+                          for i, b in enumerate(instr_bits(s, "b"))] + [
+            Rule(EXEC + op_is(s, op) + cas + ((d, 1),), (((bf, i), sign),))
+            for op in ATOMIC_OPS for f, sign in (("c", 1), ("b", -1))
+            for i, d in enumerate(instr_bits(s, f))])
+        return [(bf, i) for i in range(4)], (f"x{s}.rdb", 0)
     vf, ixs = f"x{s}.vf", (f"x{s}.ixs", 0)
     g.feature(vf, 4)
     g.rule_group(vf, [Rule(EXEC + ((ixs, int(f == "c")), (d, 1)), (((vf, i), 1),))
@@ -156,6 +165,8 @@ def access_flags(g: Graph, s: int) -> None:
         rules.append(Rule(EXEC + access_is(s, op, space),
                           (((f"x{s}.adr", 0), 1), ((f"x{s}.rdb", 0), -1))
                           + ((((f"x{s}.rdv", 0), 1),) if op in VALUE_OPS else ())))
+    rules += [Rule(EXEC + op_is(s, op) + field_is(s, "mod", Atom.CAS), (((f"x{s}.rdb", 0), 1),))
+              for op in ATOMIC_OPS]  # CAS: its swap value
     for op in (Op.LD, Op.ST):  # the indexed form reads its index through port b
         rules.append(Rule(EXEC + op_is(s, op) + (indexed,),
                           (((f"x{s}.rdb", 0), 1), ((f"x{s}.idx", 0), 1))
@@ -293,13 +304,14 @@ _TAKE_A = {Op.MIN: Cmp.LE, Op.MAX: Cmp.GE, Op.MINU: Cmp.LS, Op.MAXU: Cmp.HS}
 
 
 def indexed_operand(g: Graph, s: int, lane: int) -> str:
-    """A memory slot adds a and ``x{s}.q{lane}``: port b, or for an indexed access (a + 4*b)
-    port b (the index) shifted left by two, its two top bits kept in ``x{s}.ix{lane}`` for
-    the overflow check."""
+    """A memory slot adds a and ``x{s}.q{lane}``: port b (nothing for a CAS, whose port b holds
+    the swap value), or for an indexed access (a + 4*b) port b (the index) shifted left by two,
+    its two top bits kept in ``x{s}.ix{lane}`` for the overflow check."""
     b, q, top, idx = f"x{s}.b{lane}", f"x{s}.q{lane}", f"x{s}.ix{lane}", (f"x{s}.idx", 0)
     g.feature(q, WORD)
     g.feature(top, 2)
-    g.rule_group(q, [Rule(((idx, 0), ((b, i), 1)), (((q, i), 1),)) for i in range(WORD)]
+    g.rule_group(q, [Rule(((idx, 0), ((f"x{s}.cas", 0), 0), ((b, i), 1)), (((q, i), 1),))
+                     for i in range(WORD)]
                  + [Rule(((idx, 1), ((b, i), 1)), (((q, i + 2), 1),)) for i in range(WORD - 2)]
                  + [Rule(((idx, 1), ((b, WORD - 2 + i), 1)), (((top, i), 1),)) for i in range(2)])
     return q
@@ -529,6 +541,8 @@ def branch(g: Graph) -> None:
 
 def build_slots(g: Graph) -> None:
     for s in range(limits.BLOCK_SLOTS):
+        if SLOT_UNITS[s] == "memory":
+            atomic.atomic_flags(g, s)
         guard(g, s)
         writes(g, s)
         operands(g, s)
@@ -544,5 +558,6 @@ def build_slots(g: Graph) -> None:
             memory.shuffle_unit(g, s)
             memory.fault_checks(g, s)
             memory.store_records(g, s)
+    atomic.atomic_unit(g)
     memory.first_fault(g)
     branch(g)

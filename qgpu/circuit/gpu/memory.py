@@ -33,7 +33,7 @@ from qgpu.circuit.gpu.machine import (
 from qgpu.compiler import gadgets as gd
 from qgpu.compiler.graph import Address, Graph, Rule
 from qgpu.interp import shuffle_lane
-from qgpu.isa import SLOT_UNITS, Op, Shfl, Space
+from qgpu.isa import ATOMIC_OPS, SLOT_UNITS, Op, Shfl, Space
 
 WORD = 32
 MEM_WORD = WORD + 1  # a global row: the value, then its allocated flag
@@ -242,12 +242,14 @@ def first_fault(g: Graph) -> None:
 
 
 def store_records(g: Graph, s: int) -> None:
-    """The memory records a store leaves, in lane order: lane l's (space ``x{s}.sp{l}``, word =
-    bits 2..8 of ``x{s}.sum{l}``, value ``x{s}.v{l}``) goes out iff ``x{s}.keep{l}`` — it
-    stores and no later lane stores to the same global or shared word (the last lane's value
-    is the word's; local words are per lane and never collide). Word equality of two lanes is
-    a count of differing bits that must be 0."""
-    st = {lane: (((f"x{s}.ex{lane}", 0), 1),) + op_is(s, Op.ST) for lane in LANES}
+    """The memory records a store or atomic leaves, in lane order: lane l's (space
+    ``x{s}.sp{l}``, word = bits 2..8 of ``x{s}.sum{l}``; value: the store's ``x{s}.v{l}``, the
+    atomic's new word ``a.n{l}``) goes out iff ``x{s}.keep{l}`` — it writes and no later lane
+    writes the same global or shared word (the last lane's value is the word's; local words
+    are per lane and never collide). Word equality of two lanes (``x{s}.cl{lo}{hi}``, which
+    the atomic unit uses too) is a count of differing bits that must be 0."""
+    run = {lane: ((f"x{s}.ex{lane}", 0), 1) for lane in LANES}
+    st = {lane: [(run[lane],) + op_is(s, op) for op in (Op.ST, *ATOMIC_OPS)] for lane in LANES}
     word = range(2, 9)
     pairs = [(lo, hi) for lo in LANES for hi in LANES if lo < hi]
     for lo, hi in pairs:
@@ -257,14 +259,15 @@ def store_records(g: Graph, s: int) -> None:
                                  (((diff, 0), 1),)) for i in word for v in (0, 1)])
         g.feature(same, 1)  # both store to one shared or global word
         rules = []
-        for space in (0, 1):
-            both = st[lo] + st[hi] + (((f"x{s}.sp{lo}", space), 1), ((f"x{s}.sp{hi}", space), 1))
-            rules += [Rule(both, (((same, 0), 1),)),
-                      Rule(both, (((same, 0), -1),), count=((diff, 0), 1))]
+        for space in (0, 1):  # one instruction: both lanes run it or its op is the same
+            for a, b in zip(st[lo], st[hi], strict=True):
+                both = a + b + (((f"x{s}.sp{lo}", space), 1), ((f"x{s}.sp{hi}", space), 1))
+                rules += [Rule(both, (((same, 0), 1),)),
+                          Rule(both, (((same, 0), -1),), count=((diff, 0), 1))]
         g.rule_group(same, rules)
     for lane in LANES:
         keep = f"x{s}.keep{lane}"
         g.feature(keep, 1)
         later = tuple(((f"x{s}.cl{lane}{hi}", 0), 0) for hi in LANES if hi > lane)
-        g.rule_group(keep, [Rule(st[lane] + later + (((f"x{s}.sp{lane}", k), 1),),
-                                 (((keep, 0), 1),)) for k in range(3)])
+        g.rule_group(keep, [Rule(lits + later + (((f"x{s}.sp{lane}", k), 1),),
+                                 (((keep, 0), 1),)) for lits in st[lane] for k in range(3)])
