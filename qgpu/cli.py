@@ -1,5 +1,5 @@
 """``python -m qgpu``: run kernels, show their PTX and machine code, run the kernel suite, build
-the merged model.
+the merged model, print the GPU circuit's allocation map.
 
 The ``run --json`` output is a contract used by later stages and outside checks: exactly one JSON
 object on stdout, ``{"kernel", "backend", "args", "stats"}``, or on any error exit status 2 and
@@ -63,6 +63,10 @@ def _build_parser() -> _Parser:
                        help="instead: compile the GPU circuit in this dtype and run every "
                             "kernel on it, checked token by token against the machine")
     suite.add_argument("names", nargs="*", help="only these kernels")
+    cmap = sub.add_parser("map", help="the GPU circuit's allocation map for the Qwen3.5-2B "
+                                      "layer shapes: what every layer, head, neuron and "
+                                      "residual dim does")
+    cmap.add_argument("--json", action="store_true", help="print it as one JSON object")
     build = sub.add_parser("build", help="build the merged model (cached stages)")
     build.add_argument("--base", required=True, help="tiny, a Hub model id, or a checkpoint dir")
     build.add_argument("--revision", help="Hub revision (branch, tag or commit)")
@@ -132,6 +136,12 @@ def main(argv: list[str] | None = None) -> int:
                 print(json.dumps(out))
             else:
                 print(f"base:   {out['base']}\nmerged: {out['merged']}")
+        elif ns.command == "map":
+            from qgpu.circuit.gpu import machine
+            from qgpu.compiler.schedule import LayerShape, schedule
+
+            sched = schedule(machine.build(), LayerShape())
+            print(json.dumps(sched.allocation_map()) if ns.json else sched.table())
         elif ns.model:
             from qgpu.suite import print_model_report
 

@@ -89,3 +89,15 @@ def test_asm_prints_machine_program(capsys) -> None:
     assert main(["asm", DOT]) == 0
     out = capsys.readouterr().out
     assert out.startswith("// dot:") and "atom.global.add" in out
+
+
+def test_map_prints_the_gpu_circuits_allocation_as_committed(capsys) -> None:
+    """docs/gpu_allocation.txt is the exported map of the circuit as it is now (regenerate it
+    with ``python -m qgpu map > docs/gpu_allocation.txt`` after changing the circuit)."""
+    assert main(["map", "--json"]) == 0
+    m = json.loads(capsys.readouterr().out)
+    assert len(m["layers"]) <= 45  # the issue's target for the 2B shapes
+    committed = (Path(__file__).parent.parent / "docs" / "gpu_allocation.txt").read_text()
+    assert committed.splitlines()[0] == f"{len(m['layers'])} layers, {m['k_used']} residual dims"
+    assert main(["map"]) == 0
+    assert capsys.readouterr().out == committed
