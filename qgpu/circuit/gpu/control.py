@@ -24,7 +24,16 @@ Two places decide what comes next:
 from __future__ import annotations
 
 from qgpu import limits
-from qgpu.circuit.gpu.machine import EXEC, LANES, bits_of, instr_bits, kind_dim
+from qgpu.circuit.gpu.machine import (
+    EXEC,
+    LANES,
+    bits_of,
+    cta_is,
+    field_is,
+    instr_bits,
+    kind_dim,
+    rails,
+)
 from qgpu.compiler import gadgets as gd
 from qgpu.compiler.graph import Address, Graph, Part, Rule
 from qgpu.isa import TermKind
@@ -43,16 +52,11 @@ def kind(k: str) -> tuple:
 
 def warp_is(v: int, field: str = "wrp") -> tuple:
     """Literals: a 2-bit warp field (rails ``wrp1``/``wrp0``) holds v."""
-    return tuple(((f"{field}{v >> i & 1}", i), 1) for i in range(2))
-
-
-def cta_is(c: int) -> tuple:
-    return tuple((("cur.cta", i), c >> i & 1) for i in range(4))
+    return rails(field, 2, v)
 
 
 def term_kind_is(k: TermKind) -> tuple:
-    return tuple((d, int(k) >> i & 1) for i, d in enumerate(instr_bits(limits.BLOCK_SLOTS,
-                                                                        "kind")))
+    return field_is(limits.BLOCK_SLOTS, "kind", int(k))
 
 
 def shape(g: Graph) -> None:

@@ -29,9 +29,18 @@ from __future__ import annotations
 
 from qgpu import limits
 from qgpu import tokens as T
-from qgpu.circuit.gpu import control as C
 from qgpu.circuit.gpu.encoding import FIELD, FIELDS, KINDS, LANE_SELECT, SPACES
-from qgpu.circuit.gpu.machine import EXEC, LANES, instr_bits, kind_dim, op_is
+from qgpu.circuit.gpu.machine import (
+    EXEC,
+    LANES,
+    bits_are,
+    cta_is,
+    field_is,
+    instr_bits,
+    kind_dim,
+    op_is,
+    rails,
+)
 from qgpu.compiler.graph import Address, Graph, Part, Rule
 from qgpu.isa import ATOMIC_OPS, SLOT_UNITS, Op, Space
 
@@ -101,20 +110,17 @@ def results(g: Graph) -> None:
     live = instr_bits(limits.BLOCK_SLOTS, "live_regs")
     regs = range(1, limits.NUM_REGS)
 
-    def d_is(s: int, r: int) -> tuple:
-        return tuple((d, r >> i & 1) for i, d in enumerate(instr_bits(s, "d")))
-
     for s in SLOTS:
         g.feature(f"o.d{s}", 4)
         g.rule_group(f"o.d{s}", [Rule(EXEC + ((d, 1),), (((f"o.d{s}", i), 1),))
                                  for i, d in enumerate(instr_bits(s, "d"))])
         g.feature(f"o.lv{s}", 1)  # the destination is live after the block
-        g.rule_group(f"o.lv{s}", [Rule(EXEC + d_is(s, r) + ((live[r - 1], 1),),
+        g.rule_group(f"o.lv{s}", [Rule(EXEC + field_is(s, "d", r) + ((live[r - 1], 1),),
                                        (((f"o.lv{s}", 0), 1),)) for r in regs])
         later = [t for t in SLOTS if t > s]
         for t in later:
             g.feature(f"o.dd{s}{t}", 1)
-            g.rule_group(f"o.dd{s}{t}", [Rule(EXEC + d_is(s, r) + d_is(t, r),
+            g.rule_group(f"o.dd{s}{t}", [Rule(EXEC + field_is(s, "d", r) + field_is(t, "d", r),
                                               (((f"o.dd{s}{t}", 0), 1),)) for r in regs])
         fin = f"o.fin{s}"
         g.feature(fin, limits.WARP_LANES)
@@ -208,14 +214,6 @@ def outbox(g: Graph) -> None:
 # --- every token: where it is and what comes next --------------------------------------------
 
 
-def _bits_are(dims: list[tuple[str, int]], value: int) -> tuple:
-    return tuple((d, value >> i & 1) for i, d in enumerate(dims))
-
-
-def _rails_are(field: str, value: int, width: int) -> tuple:
-    return tuple(((f"{field}{value >> i & 1}", i), 1) for i in range(width))
-
-
 def _present(p: int) -> tuple[str, int]:
     """The dim saying whether position p is present in the block's stream."""
     return ("e.pc" if POSITIONS[p][0] in ("parkT", "parkO", "exit", "next") else "e.pr", p)
@@ -257,7 +255,7 @@ def positions(g: Graph) -> None:
         for lane in LANE_FRAMES:
             p = POS["val", s, lane]
             rules += [Rule(((kind_dim("val"), 1), (("lanesel", LANE_SELECT.index(lane)), 1),
-                            (("e.pr", p), 1)) + _rails_are("reg", r, 4) + _bits_are(d, r),
+                            (("e.pr", p), 1)) + rails("reg", 4, r) + bits_are(d, r),
                            ((("e.pos", p), 1),)) for r in regs]
     rules.append(Rule(((kind_dim("prow"), 1),), ((("e.pos", POS["prow",]), 1),)))
     for lane in LANES:
@@ -265,8 +263,8 @@ def positions(g: Graph) -> None:
         rules += [Rule(here, ((("e.pos", POS["mem", lane]), 1),)),
                   Rule(here, ((("e.pos", POS["mem", lane]), -1),), count=((f"e.mx{lane}", 0), 1))]
     for group, mask in (("parkT", "c.tm"), ("parkO", "c.om")):
-        rules += [Rule(((kind_dim("park"), 1),) + _rails_are("msk", m, 4)
-                       + _bits_are([ctl(mask, i) for i in range(4)], m),
+        rules += [Rule(((kind_dim("park"), 1),) + rails("msk", 4, m)
+                       + bits_are([ctl(mask, i) for i in range(4)], m),
                        ((("e.pos", POS[group,]), 1),)) for m in range(1, 1 << limits.WARP_LANES)]
     rules.append(Rule(((kind_dim("exit"), 1),), ((("e.pos", POS["exit",]), 1),)))
     g.rule_group("e.pos", rules)
@@ -359,8 +357,8 @@ def _pick_const(cond: tuple, field: str, value: int) -> Rule:
 
 def _next_cta(cond: tuple) -> list[Rule]:
     return [r for c in range(limits.MAX_GRID_BLOCKS - 1)
-            for r in (_pick_kind(cond + C.cta_is(c), "cta"),
-                      _pick_const(cond + C.cta_is(c), "cta", c + 1))]
+            for r in (_pick_kind(cond + cta_is(c), "cta"),
+                      _pick_const(cond + cta_is(c), "cta", c + 1))]
 
 
 CUR_WARP_DIMS = [("cur.wm", i) for i in range(2)]

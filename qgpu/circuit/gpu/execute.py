@@ -37,6 +37,7 @@ from qgpu.circuit.gpu.machine import (
     LANES,
     access_is,
     bits_of,
+    cta_is,
     field_is,
     instr_bits,
     kind_dim,
@@ -398,10 +399,6 @@ def _extent(feature: str, axis: int, value: int) -> tuple:
                  for i in range(SHAPE_BITS))
 
 
-def _cta_is(c: int) -> tuple:
-    return tuple((("cur.cta", i), c >> i & 1) for i in range(4))
-
-
 def special(g: Graph, s: int) -> None:
     """S2R. Values the whole warp shares (ntid, ctaid, nctaid: at most 16, five bits) are looked
     up once per slot, tid.x / tid.y per lane from (warp, lane, ntid.x)."""
@@ -423,7 +420,7 @@ def special(g: Graph, s: int) -> None:
             for reg, v in ((SReg.CTAID_X, c % gx), (SReg.CTAID_Y, c // gx)):
                 if v:
                     rules.append(Rule(s2r + field_is(s, "mod", reg) + _extent("cfg.g", 0, gx)
-                                      + _cta_is(c), put(v)))
+                                      + cta_is(c), put(v)))
     g.rule_group(uniform, [r for r in rules if r.deltas])
     for lane in LANES:
         res, run = f"x{s}.res{lane}", ((f"x{s}.ex{lane}", 0), 1)

@@ -213,9 +213,19 @@ def instr_bits(slot: int, field: str) -> list[Dim]:
 EXEC = ((kind_dim("exec"), 1),)
 
 
+def bits_are(dims: list[Dim], value: int) -> tuple:
+    """Literals: the binary dims (least significant first) hold `value`."""
+    return tuple((d, value >> i & 1) for i, d in enumerate(dims))
+
+
 def field_is(slot: int, field: str, value: int) -> tuple:
     """Literals: the slot's instruction field holds `value`."""
-    return tuple((d, value >> i & 1) for i, d in enumerate(instr_bits(slot, field)))
+    return bits_are(instr_bits(slot, field), value)
+
+
+def cta_is(c: int) -> tuple:
+    """Literals: the current thread block is c."""
+    return bits_are([("cur.cta", i) for i in range(4)], c)
 
 
 def op_is(slot: int, op: Op) -> tuple:
