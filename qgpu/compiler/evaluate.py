@@ -24,9 +24,14 @@ class CircuitError(ValueError):
 
 
 def node_order(g: Graph) -> list[tuple[str, str]]:
-    """Rule groups ("rules", name) and banks ("bank", name) in dependency order. A node runs
-    after every writer of every feature it reads (a feature may have several writers when it is
-    ``accumulate``; a group that reads and adds to one runs after its other writers)."""
+    """Rule groups ("rules", name) and banks ("bank", name) in dependency order."""
+    return list(TopologicalSorter(node_deps(g)).static_order())
+
+
+def node_deps(g: Graph) -> dict[tuple[str, str], set[tuple[str, str]]]:
+    """The nodes each node must run after: every writer of every feature it reads (a feature
+    may have several writers when it is ``accumulate``; a group that reads and adds to one
+    runs after its other writers)."""
     producers: dict[str, list[tuple[str, str]]] = {}
     for name, outs in g.rule_outputs.items():
         for f in outs:
@@ -41,7 +46,7 @@ def node_order(g: Graph) -> list[tuple[str, str]]:
         me = ("bank", b)
         ins = g.write_inputs(b) | {f for r in g.reads if r.bank == b for f in addr_features(r.addr)}
         deps[me] = {p for f in ins for p in producers.get(f, []) if p != me}
-    return list(TopologicalSorter(deps).static_order())
+    return deps
 
 
 class _Group:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from math import comb
 
 from qgpu.compiler.graph import Dim, Feature, Graph, Literal_, Rule, copy_bits, lookup
@@ -35,10 +36,12 @@ __all__ = [
     "bitwise", "choose", "clear", "compare", "copy", "copy_bits", "equals", "increment",
     "increment_word", "lookup", "mux", "negate", "onehot_to_bits", "onehot_to_word", "or_gate",
     "shift", "sub_bits", "threshold", "threshold_cost", "word_to_bits", "word_to_onehot",
-    "mul_bits",
+    "mul_bits", "mul_columns", "HighHalf",
 ]
 
 When = tuple[Literal_, ...]
+CarryIn = bool | Literal_ | list[When]
+"""A carry-in: a constant, a literal, or mutually exclusive conjunctions (1 iff one holds)."""
 
 
 # --- helpers ----------------------------------------------------------------------------------
@@ -301,21 +304,22 @@ def add_onehot(g: Graph, name: str, a: str, b: str, out: str, *, when: When = ()
 
 
 def _carry_terms(gen: Callable[[int], Literal_], prop: Callable[[int], Literal_],
-                 carry_in: bool | Literal_, i: int) -> list[tuple[Literal_, ...]]:
+                 carry_in: CarryIn, i: int) -> list[When]:
     """Mutually exclusive conjunctions, one of which holds iff a carry enters position i:
     "position j generates and j+1..i-1 propagate" (generate and propagate never both hold, so
     at most one j works), plus the carry-in propagated through 0..i-1."""
-    terms = []
-    if carry_in is not False:
-        terms.append(((carry_in,) if carry_in is not True else ())
-                     + tuple(prop(k) for k in range(i)))
+    props = tuple(prop(k) for k in range(i))
+    terms = [t + props for t in (carry_in if isinstance(carry_in, list) else
+                                 [] if carry_in is False else [()] if carry_in is True else
+                                 [(carry_in,)])]
     for j in range(i):
         terms.append((gen(j),) + tuple(prop(k) for k in range(j + 1, i)))
     return terms
 
 
-def add_bits(g: Graph, name: str, a: str, b: str, out: str, *, carry_in: bool | Literal_ = False,
-             carry_out: Dim | None = None, invert_b: bool | Literal_ = False, when: When = (),
+def add_bits(g: Graph, name: str, a: str, b: str, out: str, *,
+             carry_in: CarryIn = False, carry_out: Dim | None = None,
+             invert_b: bool | Literal_ = False, when: When = (),
              all_propagate: Dim | None = None, group: bool = True) -> list[Rule]:
     """out = (a + b + carry_in) mod 2^n on n-bit values; `invert_b` adds NOT b instead (with
     carry_in=True that is a - b) — True, or a literal that chooses per token (add or subtract
@@ -326,9 +330,11 @@ def add_bits(g: Graph, name: str, a: str, b: str, out: str, *, carry_in: bool | 
     propagate p_j = a_j XOR b_j per bit into ``{name}.gp``; layer 2 writes
     out_i = p_i XOR c_i, where the carry c_i is a sum of mutually exclusive terms
     (g_j AND p_{j+1..i-1}), as p_i + sum(term AND NOT p_i) - sum(term AND p_i).
-    Exact: a, b n bits of 0/1, a carry_in literal's dim 0/1, out n bits.
-    Cost: layer 1: 3n neurons (6n with a literal invert_b); layer 2: n^2 (+2n with a carry-in
-    literal or constant), +n for carry_out (+1 with a carry-in), +1 for all_propagate — n = 32:
+    Exact: a, b n bits of 0/1, a carry_in literal's dim 0/1 (terms: at most one holds), out n
+    bits.
+    Cost: layer 1: 3n neurons (6n with a literal invert_b); layer 2: n^2 (+2n per carry-in
+    term, literal or constant), +n for carry_out (+1 per carry-in term), +1 for all_propagate
+    — n = 32:
     96 + 1024, n = 64: 192 + 4096. 2 layers.
     """
     n = _feature(g, a).size
@@ -638,44 +644,113 @@ def mul_bits(g: Graph, name: str, a: str, b: str, out: str, *, addend: str | Non
     add_bits(g, f"{name}.add", x, y, out)
 
 
+@dataclass(frozen=True)
+class HighHalf:
+    """Where the 1-dim flag ``when`` is 1, ``mul_columns`` hands over the high half of the
+    2n-bit product instead of the low one, signed (two's complement) where the flag
+    ``signed`` is 1 too."""
+
+    when: str
+    signed: str
+
+
+CARRY_BLOCK = 4
+"""Low columns per block of the high half's carry: a block's value is at most 2 (2^4 - 1) <=
+numerics.COUNT_MAX."""
+
+
 def mul_columns(g: Graph, name: str, a: str, b: str, x: str, y: str, *,
-                addend: str | None = None, when: When = ()) -> None:
+                addend: str | None = None, when: When = (),
+                high: HighHalf | None = None) -> list[When]:
     """Two n-bit numbers x, y with x + y = a * b [+ addend] (mod 2^n), for an adder to finish
     (so a machine slot's adder can serve both its multiplies and its additions; x and y may have
-    other writers, e.g. the adder's operands when the slot does not multiply).
+    other writers, e.g. the adder's operands when the slot does not multiply). With `high`, on
+    request x + y + carry = the high n bits of the product instead, where carry is 1 iff one
+    of the returned terms (mutually exclusive conjunctions) holds: the adder's carry-in.
 
     Layout (four layers): 1. partial products a_i AND b_j (and the addend's bits) summed into
-    column counts ``{name}.c1`` (integers <= n + 1); 2. each column's binary digits, read off
+    column counts ``{name}.c1`` (integers <= n + 3); 2. each column's binary digits, read off
     by count steps, summed into the columns they belong to (``.c2``, <= 6); 3. again (``.c3``,
-    <= 3); 4. digit 0 of each column goes to x, digit 1 to y one column up.
-    Exact: a, b, addend 0/1 of n bits, n <= COUNT_MAX - 1. Cost for n = 32: 528 (+32) | 1120 |
-    384 | 192 neurons (count steps are neuron pairs)."""
+    <= 3); 4. digit 0 of each column goes to x, digit 1 to y one column up. With `high` the
+    columns run to 2n - 1, the high ones counting only when the high half is asked for; then
+    the low digits are summed per block of CARRY_BLOCK columns (``.v``), and a fifth layer
+    (beside the adder's first) reads each block's generate (value >= 2^4) and propagate (value
+    = 2^4 - 1) off it (``.gp``), so the carry terms "block j generates, the blocks above
+    propagate" join the adder's second layer and cost no layer of their own. A signed product
+    adds the two's complement corrections -a * b31 * 2^n - b * a31 * 2^n = ((NOT b) AND a31)
+    + a31 + ((NOT a) AND b31) + b31 in the high half (mod 2^n).
+    Exact: a, b, addend 0/1 of n bits, n + 3 <= COUNT_MAX. Cost for n = 32: 528 (+32) | 1120 |
+    384 | 192 neurons (count steps are neuron pairs); with `high` 1090 | 2254 | 762 | 574 | 32,
+    and 2 * 8 * n in the adder's second layer."""
     n = _feature(g, a).size
     _feature(g, b, size=n)
     _feature(g, x, size=n)
     _feature(g, y, size=n)
+    cols = 2 * n if high else n
     c1, c2, c3 = (f"{name}.{t}" for t in ("c1", "c2", "c3"))
     for f in (c1, c2, c3):
-        g.feature(f, n)
+        g.feature(f, cols)
     w = tuple(when)
-    ones = [Rule(w + (((a, i), 1), ((b, k - i), 1)), (((c1, k), 1),), f"{c1}:{i},{k - i}")
-            for k in range(n) for i in range(k + 1)]
+    hi = (((high.when, 0), 1),) if high else ()
+    ones = [Rule(w + (hi if k >= n else ()) + (((a, i), 1), ((b, k - i), 1)), (((c1, k), 1),),
+                 f"{c1}:{i},{k - i}")
+            for k in range(cols) for i in range(max(0, k - n + 1), min(k, n - 1) + 1)]
     if addend is not None:
         _feature(g, addend, size=n)
         ones += [Rule(w + (((addend, k), 1),), (((c1, k), 1),), f"{c1}:+{k}") for k in range(n)]
+    if high:
+        sgn = w + (((high.signed, 0), 1),)
+        for u, v in ((a, b), (b, a)):
+            ones.append(Rule(sgn + (((u, n - 1), 1),), (((c1, n), 1),), f"{c1}:{u}-"))
+            ones += [Rule(sgn + (((u, n - 1), 1), ((v, j), 0)), (((c1, n + j), 1),),
+                          f"{c1}:{u}-{j}") for j in range(n)]
     g.rule_group(c1, ones)
+    top = [sum(r.deltas[0][0] == (c1, k) for r in ones) for k in range(cols)]
 
     def spread(dst: str, k: int) -> Callable[[int], list[tuple[Dim, int]]]:
         return lambda v: [((dst, k + d), 1) for d in range(v.bit_length())
-                          if v >> d & 1 and k + d < n]
+                          if v >> d & 1 and k + d < cols]
 
-    extra = 1 if addend is not None else 0
-    g.rule_group(c2, [r for k in range(n) for r in _step_digits(c1, k, k + 1 + extra,
-                                                                spread(c2, k))])
-    g.rule_group(c3, [r for k in range(n) for r in _step_digits(c2, k, 6, spread(c3, k))])
+    def carried(tops: list[int]) -> list[int]:
+        """Bounds on the next columns: one digit from each column below that reaches them."""
+        return [sum(1 for j in range(k + 1) if tops[j] >> (k - j) > 0) for k in range(cols)]
 
-    def split(k: int) -> Callable[[int], list[tuple[Dim, int]]]:
-        return lambda v: ([((x, k), 1)] if v & 1 else []) + \
-            ([((y, k + 1), 1)] if v & 2 and k + 1 < n else [])
+    g.rule_group(c2, [r for k in range(cols) for r in _step_digits(c1, k, top[k], spread(c2, k))])
+    top = carried(top)
+    g.rule_group(c3, [r for k in range(cols) for r in _step_digits(c2, k, top[k], spread(c3, k))])
+    top = carried(top)
+    assert max(top) <= 3, top
+    blocks = f"{name}.v"
 
-    g.rule_group(f"{name}.xy", [r for k in range(n) for r in _step_digits(c3, k, 3, split(k))])
+    def split(k: int, high_half: bool) -> Callable[[int], list[tuple[Dim, int]]]:
+        """Column k's digit 0 at column k, digit 1 at k + 1: the low half's to x, y (or to
+        the blocks' values, for the high half), the high half's to x, y."""
+        def to(v: int) -> list[tuple[Dim, int]]:
+            out: dict[Dim, int] = {}
+            for f, col in ((0, k), (1, k + 1)):
+                if not v >> f & 1 or col >= (cols if high_half else n):
+                    continue
+                dim = (((x, y)[f], col - n) if col >= n else
+                       (blocks, col // CARRY_BLOCK) if high_half else ((x, y)[f], col))
+                out[dim] = out.get(dim, 0) + (1 << col % CARRY_BLOCK if dim[0] == blocks else 1)
+            return list(out.items())
+        return to
+
+    if not high:
+        g.rule_group(f"{name}.xy", [r for k in range(n)
+                                    for r in _step_digits(c3, k, top[k], split(k, False))])
+        return []
+    nb = -(-n // CARRY_BLOCK)
+    gp = f"{name}.gp"
+    g.feature(blocks, nb)
+    g.feature(gp, 2 * nb)
+    g.rule_group(f"{name}.xy", [
+        r for k in range(cols) for mode in (0, 1) if k < n or mode
+        for r in _step_digits(c3, k, top[k], split(k, bool(mode)), (((high.when, 0), mode),))])
+    full = [1 << min(CARRY_BLOCK, n - CARRY_BLOCK * j) for j in range(nb)]  # 2^(its columns)
+    g.rule_group(gp, [r for j in range(nb) for r in (
+        Rule((), (((gp, 2 * j + 1), 1),), f"{gp}:p{j}", count=((blocks, j), full[j] - 1)),
+        Rule((), (((gp, 2 * j + 1), -1), ((gp, 2 * j), 1)), f"{gp}:g{j}",
+             count=((blocks, j), full[j])))])
+    return [(((gp, 2 * j), 1),) + tuple(((gp, 2 * m + 1), 1) for m in range(j + 1, nb))
+            for j in range(nb)]

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import torch
 
 from qgpu.compiler import numerics as nx
-from qgpu.compiler.evaluate import node_order
+from qgpu.compiler.evaluate import node_deps, node_order
 from qgpu.compiler.graph import Addr, Graph, Rule, addr_features
 
 
@@ -117,17 +117,12 @@ def schedule(g: Graph, shape: LayerShape) -> Schedule:
     io = {node: _node_io(g, node, shape) for node in order}
     # banks nothing in the circuit reads (the host reads them) take the heads left over
     order = [n for n in order if io[n][1]] + [n for n in order if not io[n][1]]
-    place: dict[tuple[str, str], int] = {}
     used: dict[tuple[str, int], int] = {}  # (kind, sublayer) -> neurons or heads taken
+    place = _list_schedule(order, node_deps(g), io, used, shape)
     ready: dict[str, int] = {n: -1 for n, f in g.features.items() if f.token_input}
     for node in order:
-        ins, outs, size = io[node]
-        s = max([ready[f] for f in ins] + [-1]) + 1
-        s = _fit(node[0], s, size, used, shape)
-        place[node] = s
-        used[(node[0], s)] = used.get((node[0], s), 0) + size
-        for f in outs:
-            ready[f] = max(ready.get(f, -1), s)
+        for f in io[node][1]:
+            ready[f] = max(ready.get(f, -1), place[node])
     for name in g.features:
         if name not in ready:
             raise ValueError(f"feature {name} is never written")
@@ -158,6 +153,43 @@ def schedule(g: Graph, shape: LayerShape) -> Schedule:
     return Schedule(g, shape, max(layers, 1), dims, k, heads, neurons, carriers, clears)
 
 
+def _list_schedule(order: list, deps: dict, io: dict, used: dict,
+                   shape: LayerShape) -> dict[tuple[str, str], int]:
+    """Place every node at the first sublayer of its kind (GDN even, MLP odd) after all its
+    dependencies, filling each sublayer with the ready nodes that have the longest chain of
+    dependants first (so a full layer delays the nodes with slack, not the critical path)."""
+    height: dict[tuple[str, str], int] = {}
+    users: dict[tuple[str, str], list] = {n: [] for n in order}
+    for n in order:
+        for d in deps[n]:
+            users[d].append(n)
+    for n in reversed(order):
+        height[n] = 1 + max((height[u] for u in users[n]), default=0)
+    rank = {n: i for i, n in enumerate(order)}
+    waiting = {n: len(deps[n]) for n in order}
+    ready_at: dict[tuple[str, str], int] = {n: 0 for n in order if not deps[n]}
+    place: dict[tuple[str, str], int] = {}
+    s = 0
+    while ready_at:
+        kind = "rules" if s % 2 else "bank"
+        cap = shape.intermediate if kind == "rules" else shape.gdn_heads
+        due = sorted((n for n, at in ready_at.items() if at <= s and n[0] == kind),
+                     key=lambda n: (-height[n], rank[n]))
+        for n in due:
+            size = io[n][2]
+            if used.get((kind, s), 0) + size > cap:
+                continue
+            used[(kind, s)] = used.get((kind, s), 0) + size
+            place[n] = s
+            del ready_at[n]
+            for u in users[n]:
+                waiting[u] -= 1
+                if not waiting[u]:
+                    ready_at[u] = max(place[d] for d in deps[u]) + 1
+        s += 1
+    return place
+
+
 def _node_io(g: Graph, node: tuple[str, str], shape: LayerShape) \
         -> tuple[set[str], set[str], int]:
     """(features read, features written, neurons or heads taken) of a node."""
@@ -186,19 +218,26 @@ def _fit(kind: str, s: int, size: int, used: dict[tuple[str, int], int],
 
 def _sink(g: Graph, order: list, io: dict, place: dict, used: dict, shape: LayerShape) -> None:
     """Move nodes later, latest first, while every reader of their outputs still comes after
-    them — unless that would keep wider inputs (read last by the node) alive longer than it
-    saves on its outputs. Nodes whose outputs nobody reads (the circuit's results) stay where
-    they are."""
+    them, to the place that saves the most residual dims x sublayers: outputs born later, minus
+    inputs the node reads last kept alive longer. Nodes whose outputs nobody reads (the
+    circuit's results) stay where they are."""
     readers_of: dict[str, list[tuple[str, str]]] = {}
     for node in order:
         for f in io[node][0]:
             readers_of.setdefault(f, []).append(node)
     for node in reversed(order):
         ins, outs, size = io[node]
-        # an input whose last reader this node is would live longer than the outputs win
-        last_of = [f for f in ins if max(place[r] for r in readers_of[f]) == place[node]]
-        if sum(g.features[f].size for f in last_of) > sum(g.features[f].size for f in outs):
-            continue
+        # how long each input lives anyway: its other readers
+        held = {f: max([place[r] for r in readers_of[f] if r != node] + [place[node]])
+                for f in ins}
+        out_dims = sum(g.features[f].size for f in outs)
+
+        def gain(s: int, node: tuple = node, held: dict = held, out_dims: int = out_dims) -> int:
+            """Residual dim-sublayers saved by moving the node to s: its outputs are born
+            later, inputs it reads last die later."""
+            return out_dims * (s - place[node]) - sum(
+                g.features[f].size * max(0, s - h) for f, h in held.items())
+
         later = [place[r] for f in outs for r in readers_of.get(f, []) if r != node]
         writers_after = [place[w] for f in outs for w in order
                          if w != node and f in io[w][1] and f in io[w][0]]
@@ -209,7 +248,7 @@ def _sink(g: Graph, order: list, io: dict, place: dict, used: dict, shape: Layer
         best = place[node]
         s = best + 2
         while s <= limit:
-            if used.get((kind, s), 0) + size <= cap:
+            if used.get((kind, s), 0) + size <= cap and gain(s) > gain(best):
                 best = s
             s += 2
         if best != place[node]:
@@ -278,7 +317,7 @@ def _allocate(g: Graph, first: dict[str, int], clears: dict[str, tuple[int, int]
         # a rule-written 0/1 feature may also take a freed carrier dim: every reader and clear
         # subtracts the carrier of the dims it uses (word-bank writes and counts do not)
         pools = [carrier] if carrier or f.code == "word" or name in counts else [False, True]
-        pool = sorted((e + (c,) for c in pools for e in free[c]), key=lambda e: e[1])
+        pool = sorted((e + (c,) for c in pools for e in free[c]), key=lambda e: (e[2], e[1]))
         usable = [e for e in pool if e[0] < born(name)][:f.size]
         for e in usable:
             free[e[2]].remove(e[:2])

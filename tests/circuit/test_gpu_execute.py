@@ -8,7 +8,7 @@ import pytest
 
 from qgpu import limits
 from qgpu import tokens as T
-from qgpu.circuit.gpu import encoding, execute, machine
+from qgpu.circuit.gpu import encoding, machine
 from qgpu.compiler.evaluate import Evaluator
 from qgpu.interp import MASK32, _compare, _plop, alu, atomic, s32, shuffle_lane
 from qgpu.isa import (
@@ -26,8 +26,9 @@ from tests.circuit.test_gpu_writeback import launch_stream
 KERNELS = ("dot", "vec_max", "index_2d", "copy", "reduce_multiblock", "minmax_abs", "count_if",
            "bits_shift_var", "xorshift32", "divergent_if_else", "gray_code", "bits_masks",
            "reduce_sum", "nested_loops", "loop_break_continue", "dot_shared",
-           "matmul4_regs", "bits_popc_clz", "shfl_broadcast", "warp_sum_down")  # fmt: skip
-"""Launches with several warps and thread blocks, 2-D shapes, divergence and loops."""
+           "matmul4_regs", "bits_popc_clz", "shfl_broadcast", "warp_sum_down", "mulhi")  # fmt: skip
+"""Launches with several warps and thread blocks, 2-D shapes, divergence, loops and both
+high multiplies."""
 STORING = ("reduce_sum", "dot_shared", "matmul4_regs", "dot")  # known stores / atomics: checked
 BRANCHING = ("dot", "divergent_if_else", "index_2d", "loop_break_continue")  # known predicates
 
@@ -59,21 +60,13 @@ def test_slots_compute_what_the_machine_computes(graph, name: str) -> None:
         key = (rec.cta, rec.warp)
         r = {(ln, i): regs.get((*key, ln, i), 0) for ln in range(4) for i in range(16)}
         p = {(ln, i): preds.get((*key, ln, i), False) for ln in range(4) for i in range(4)}
-        unknown: set[tuple] = set()  # written by a slot whose unit is not built yet
         block_words: dict[tuple, int] = {}  # words the block's atomic wrote so far
         for s, ins in enumerate(launch.program.blocks[rec.block].instrs):
-            if writes_memory(ins) and execute.supported(ins) and not any(
-                    (ln, k, x) in unknown for ln in range(4)
-                                           for k, xs in (("r", ins.reads()),
-                                                         ("p", ins.pred_reads()))
-                                           for x in xs):
+            if writes_memory(ins):
                 assert store_records(vals, s) == [(sp, a, v & MASK32) for sp, a, v in rec.mem]
                 stores_checked += 1
             gp = guard_parts(ins.guard)
             for ln in range(limits.WARP_LANES):
-                if gp is not None and (ln, "p", gp[0]) in unknown:
-                    unknown.add((ln, "p" if ins.op in (Op.SETP, Op.PLOP) else "r", ins.d))
-                    continue
                 ex = bool(rec.mask >> ln & 1) and (gp is None or p[(ln, gp[0])] != gp[1])
                 assert vals[f"x{s}.ex{ln}"] == [int(ex)], (name, rec.block, s, ln)
                 if not ex:
@@ -82,12 +75,6 @@ def test_slots_compute_what_the_machine_computes(graph, name: str) -> None:
                 if ins.op == Op.SHFL:
                     bval = (ins.imm if ins.bi else r[(ln, ins.b)]) & 31
                     source = shuffle_lane(ins.mod, bval, ins.c, 4 * rec.warp + ln) - 4 * rec.warp
-                if not execute.supported(ins) or (source, "r", ins.a) in unknown or \
-                        any((ln, "r", x) in unknown for x in ins.reads()) or \
-                        any((ln, "p", x) in unknown for x in ins.pred_reads()):
-                    dest = "p" if ins.op in (Op.SETP, Op.PLOP) else "r"
-                    unknown.add((ln, dest, ins.d))
-                    continue
                 a, b = r[(ln, ins.a)], ins.imm & MASK32 if ins.bi else r[(ln, ins.b)]
                 if ins.op == Op.ST:
                     pass  # its memory records are checked for the whole warp above
@@ -100,14 +87,12 @@ def test_slots_compute_what_the_machine_computes(graph, name: str) -> None:
                         (name, rec.block, s, ln, ins)
                     if ins.d:
                         r[(ln, ins.d)] = old
-                        unknown.discard((ln, "r", ins.d))
                 elif ins.op == Op.S2R:
                     t, (bx, by), (gx, gy) = 4 * rec.warp + ln, launch.block, launch.grid
                     want = (t % bx, t // bx, bx, by, rec.cta % gx, rec.cta // gx, gx, gy)[ins.mod]
                     assert value(vals[f"x{s}.res{ln}"]) == want, (name, rec.block, s, ln, ins)
                     if ins.d:
                         r[(ln, ins.d)] = want
-                        unknown.discard((ln, "r", ins.d))
                 elif ins.op == Op.LD:
                     space = Space(ins.mod & 3)
                     if space == Space.PARAM:
@@ -123,13 +108,11 @@ def test_slots_compute_what_the_machine_computes(graph, name: str) -> None:
                     assert value(vals[f"x{s}.res{ln}"]) == want, (name, rec.block, s, ln, ins)
                     if ins.d:
                         r[(ln, ins.d)] = want
-                        unknown.discard((ln, "r", ins.d))
                 elif ins.op in (Op.SETP, Op.PLOP):
                     want = _compare(ins.mod, a, b) if ins.op == Op.SETP else \
                         _plop(ins, [p[(ln, i)] for i in range(limits.NUM_PREDS)])
                     assert vals[f"x{s}.pres{ln}"] == [int(want)], (name, rec.block, s, ln)
                     p[(ln, ins.d)] = want
-                    unknown.discard((ln, "p", ins.d))
                 else:
                     if ins.op == Op.SHFL:
                         want = r[(source, ins.a)]
@@ -140,13 +123,11 @@ def test_slots_compute_what_the_machine_computes(graph, name: str) -> None:
                     assert value(vals[f"x{s}.res{ln}"]) == want, (name, rec.block, s, ln, ins)
                     if ins.d:
                         r[(ln, ins.d)] = want
-                        unknown.discard((ln, "r", ins.d))
                 assert vals[f"x{s}.wr{ln}"] == [int(ins.op not in (Op.SETP, Op.PLOP)
                                                     and ins.d != 0)]
                 checked += 1
         term = launch.program.blocks[rec.block].term
-        if term.kind == TermKind.BRA and not any((ln, "p", term.pred) in unknown
-                                                 for ln in range(4)):
+        if term.kind == TermKind.BRA:
             taken = [int(bool(rec.mask >> ln & 1) and p[(ln, term.pred)] != term.negated)
                      for ln in range(limits.WARP_LANES)]
             assert vals["t.taken"] == taken, (name, rec.block)

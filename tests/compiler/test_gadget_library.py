@@ -277,6 +277,34 @@ def mul_ref(n: int) -> Callable[[Inputs], Inputs]:
     return ref
 
 
+def mul_high(n: int) -> Callable[[Graph, Namer], None]:
+    """The low half, or on request (flag hi) the high half, unsigned or (flag sg) signed."""
+    def build(g: Graph, p: Namer) -> None:
+        for f, size in (("a", n), ("b", n), ("hi", 1), ("sg", 1)):
+            g.feature(p(f), size, "bits", token_input=True)
+        for f in ("x", "y", "m"):
+            g.feature(p(f), n, "bits")
+        carry = gd.mul_columns(g, p("mul"), p("a"), p("b"), p("x"), p("y"),
+                               high=gd.HighHalf(p("hi"), p("sg")))
+        gd.add_bits(g, p("add"), p("x"), p("y"), p("m"), carry_in=carry)
+    return build
+
+
+def mul_high_ref(n: int) -> Callable[[Inputs], Inputs]:
+    def ref(t: Inputs) -> Inputs:
+        a, b, m = val(t["a"]), val(t["b"]), 1 << n
+        if t["sg"][0]:
+            a, b = a - (a >> (n - 1)) * m, b - (b >> (n - 1)) * m
+        return {"m": bits((a * b >> n if t["hi"][0] else a * b) % m, n)}
+    return ref
+
+
+def with_modes(inputs: list[Inputs]) -> list[Inputs]:
+    """Each input as a low product, an unsigned and a signed high one."""
+    return [t | {"hi": [int(mode > 0)], "sg": [int(mode > 1)]} for t in inputs
+            for mode in range(3)]
+
+
 def with_addend(n: int, inputs: list[Inputs]) -> list[Inputs]:
     return [t | {"c": bits((val(t["a"]) * 7 + val(t["b"])) % (1 << n), n)} for t in inputs]
 
@@ -440,6 +468,9 @@ CASES = [
     Case("mul_bits5", mul(5), with_addend(5, pairs(5, _bits(5))), mul_ref(5)),
     Case("mul_bits32_random", mul(32), with_addend(32, samples(32, _bits(32), ROWS, 3)),
          mul_ref(32)),
+    Case("mul_high_bits5", mul_high(5), with_modes(pairs(5, _bits(5))), mul_high_ref(5)),
+    Case("mul_high_bits32_random", mul_high(32), with_modes(samples(32, _bits(32), ROWS // 3, 4)),
+         mul_high_ref(32)),
     Case("add_or_sub_bits5", add_or_sub(5), [t | {"m": [m]} for t in pairs(5, _bits(5))
                                              for m in (0, 1)], add_or_sub_ref(5)),
     Case("add_sub_words3", add_sub(3, words=True), pairs(6, _word(3)), add_sub_ref(3, words=True)),

@@ -185,7 +185,7 @@ def records(g: Graph) -> None:
             rules.append(Rule((keep,), ((("o.rec", lane), 1),)))
             rules += [Rule((keep, ((f"x{s}.sp{lane}", k), 1)), (((f"o.sp{lane}", k), 1),))
                       for k in range(3)]
-            rules += [Rule((keep, ((f"x{s}.sum{lane}", 2 + i), 1)), (((f"o.w{lane}", i), 1),))
+            rules += [Rule((keep, ((f"x{s}.w7{lane}", i), 1)), (((f"o.w{lane}", i), 1),))
                       for i in range(7)]
     g.rule_group("o.records", rules)
     for s in MEMORY_SLOTS:

@@ -48,7 +48,7 @@ from qgpu.circuit.gpu.machine import (
 )
 from qgpu.compiler import gadgets as gd
 from qgpu.compiler.graph import Address, Dim, Graph, Rule
-from qgpu.isa import ATOMIC_OPS, PRED_DEST_OPS, SLOT_UNITS, Atom, Cmp, Instr, Op, SReg, TermKind
+from qgpu.isa import ATOMIC_OPS, PRED_DEST_OPS, SLOT_UNITS, Atom, Cmp, Op, SReg, TermKind
 
 PORTS = {"multiply": "abc", "memory": "abv"}
 """Register ports per slot unit: c is the addend of MAD, v the value a store or atomic writes;
@@ -56,20 +56,7 @@ every port costs 4 lanes x 32 residual dims while its value lives."""
 WORD = 32
 REG_WRITING_OPS = tuple(op for op in Op if op not in PRED_DEST_OPS and op != Op.ST)
 SUBTRACTING_OPS = (Op.SUB, Op.SETP, Op.MIN, Op.MAX, Op.MINU, Op.MAXU)
-SUPPORTED_OPS = frozenset({Op.ADD, Op.SUB, Op.AND, Op.OR, Op.XOR, Op.NOT, Op.SETP, Op.MIN,
-                           Op.MAX, Op.MINU, Op.MAXU, Op.S2R, Op.SHL, Op.SHR,
-                           Op.SRA, Op.MUL, Op.MAD, Op.NEG, Op.ABS, Op.POPC, Op.CLZ,
-                           Op.BREV, Op.SEL, Op.PLOP, Op.SHFL})  # fmt: skip
-"""Opcodes whose results the circuit computes so far (the rest is the next step)."""
-
-
-def supported(ins: Instr) -> bool:
-    """Whether the circuit computes this instruction's result so far: the opcodes above, loads,
-    stores and atomics (a store's result: its memory records)."""
-    return ins.op in SUPPORTED_OPS or ins.op in (Op.LD, Op.ST, *ATOMIC_OPS)
-
-
-MULTIPLYING_OPS = (Op.MUL, Op.MAD)
+MULTIPLYING_OPS = (Op.MUL, Op.MAD, Op.MULHI, Op.MULHIU)
 
 
 def any_op(g: Graph, name: str, slot: int, ops: tuple[Op, ...]) -> None:
@@ -318,24 +305,28 @@ def indexed_operand(g: Graph, s: int, lane: int) -> str:
     return q
 
 
-def adder_operands(g: Graph, s: int, lane: int) -> tuple[str, str]:
-    """The adder's inputs: a and B (in a memory slot B shifted for an indexed address), except
-    in a multiplier slot, where a multiply or multiply-add hands its two partial numbers
-    (``gd.mul_columns``) to the adder instead."""
-    a, b = f"x{s}.a{lane}", f"x{s}.b{lane}"
+def adder_operands(g: Graph, s: int, lane: int) -> tuple[str, str, gd.CarryIn]:
+    """The adder's inputs and carry-in: a and B (in a memory slot B shifted for an indexed
+    address) and the subtract flag, except in a multiplier slot, where a multiply hands its two
+    partial numbers (``gd.mul_columns``) to the adder instead, and MULHI / MULHIU the high
+    halves' numbers with the low halves' carry terms."""
+    a, b, sub = f"x{s}.a{lane}", f"x{s}.b{lane}", ((f"x{s}.inv", 0), 1)
     if SLOT_UNITS[s] == "memory":
-        return a, indexed_operand(g, s, lane)
-    mul, p, q = f"x{s}.mul", f"x{s}.p{lane}", f"x{s}.q{lane}"
+        return a, indexed_operand(g, s, lane), sub
+    mul, hi, signed = f"x{s}.mul", f"x{s}.hi", f"x{s}.sg"
+    p, q = f"x{s}.p{lane}", f"x{s}.q{lane}"
     if lane == 0:
         any_op(g, mul, s, MULTIPLYING_OPS)
+        any_op(g, hi, s, (Op.MULHI, Op.MULHIU))
+        any_op(g, signed, s, (Op.MULHI,))
     for f in (p, q):
         g.feature(f, WORD, accumulate=True)
     run = ((f"x{s}.ex{lane}", 0), 1)
-    gd.mul_columns(g, f"x{s}.mul{lane}", a, b, p, q, addend=f"x{s}.c{lane}",
-                   when=(run, ((mul, 0), 1)))
+    carry = gd.mul_columns(g, f"x{s}.mul{lane}", a, b, p, q, addend=f"x{s}.c{lane}",
+                           when=(run, ((mul, 0), 1)), high=gd.HighHalf(hi, signed))
     g.rule_group(f"{p}.pass", [Rule((((mul, 0), 0), ((src, i), 1)), (((dst, i), 1),))
                                for src, dst in ((a, p), (b, q)) for i in range(WORD)])
-    return p, q
+    return p, q, [(sub,), *carry]
 
 
 def alu(g: Graph, s: int) -> None:
@@ -347,13 +338,13 @@ def alu(g: Graph, s: int) -> None:
     sub = ((inv, 0), 1)
     for lane in LANES:
         a, b, res, ex = f"x{s}.a{lane}", f"x{s}.b{lane}", f"x{s}.res{lane}", f"x{s}.ex{lane}"
-        x, y = adder_operands(g, s, lane)
+        x, y, carry_in = adder_operands(g, s, lane)
         g.feature(res, WORD, accumulate=True)
         g.feature(f"x{s}.pres{lane}", 1, accumulate=True)
         total, flags = f"x{s}.sum{lane}", f"x{s}.fl{lane}"  # flags: C (no borrow), Z (a == b)
         g.feature(total, WORD)
         g.feature(flags, 2)
-        gd.add_bits(g, f"x{s}.add{lane}", x, y, total, invert_b=sub, carry_in=sub,
+        gd.add_bits(g, f"x{s}.add{lane}", x, y, total, invert_b=sub, carry_in=carry_in,
                     carry_out=(flags, 0), all_propagate=(flags, 1))
         run = ((ex, 0), 1)
         g.rule_group(f"{res}.sum", [Rule((run, ((f"x{s}.isadd", 0), 1), ((total, i), 1)),

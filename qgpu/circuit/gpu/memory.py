@@ -243,20 +243,20 @@ def first_fault(g: Graph) -> None:
 
 def store_records(g: Graph, s: int) -> None:
     """The memory records a store or atomic leaves, in lane order: lane l's (space
-    ``x{s}.sp{l}``, word = bits 2..8 of ``x{s}.sum{l}``; value: the store's ``x{s}.v{l}``, the
-    atomic's new word ``a.n{l}``) goes out iff ``x{s}.keep{l}`` — it writes and no later lane
-    writes the same global or shared word (the last lane's value is the word's; local words
-    are per lane and never collide). Word equality of two lanes (``x{s}.cl{lo}{hi}``, which
-    the atomic unit uses too) is a count of differing bits that must be 0."""
+    ``x{s}.sp{l}``; word ``x{s}.w7{l}``, bits 2..8 of the address; value: the store's
+    ``x{s}.v{l}``, the atomic's new word ``a.n{l}``) goes out iff ``x{s}.keep{l}`` — it writes
+    and no later lane writes the same global or shared word (the last lane's value is the
+    word's; local words are per lane and never collide). Word equality of two lanes
+    (``x{s}.cl{lo}{hi}``, which the atomic unit uses too) is a count of differing bits that
+    must be 0."""
     run = {lane: ((f"x{s}.ex{lane}", 0), 1) for lane in LANES}
     st = {lane: [(run[lane],) + op_is(s, op) for op in (Op.ST, *ATOMIC_OPS)] for lane in LANES}
-    word = range(2, 9)
     pairs = [(lo, hi) for lo in LANES for hi in LANES if lo < hi]
     for lo, hi in pairs:
         diff, same = f"x{s}.df{lo}{hi}", f"x{s}.cl{lo}{hi}"
         g.feature(diff, 1)
-        g.rule_group(diff, [Rule((((f"x{s}.sum{lo}", i), v), ((f"x{s}.sum{hi}", i), 1 - v)),
-                                 (((diff, 0), 1),)) for i in word for v in (0, 1)])
+        g.rule_group(diff, [Rule((((f"x{s}.w7{lo}", i), v), ((f"x{s}.w7{hi}", i), 1 - v)),
+                                 (((diff, 0), 1),)) for i in range(7) for v in (0, 1)])
         g.feature(same, 1)  # both store to one shared or global word
         rules = []
         for space in (0, 1):  # one instruction: both lanes run it or its op is the same
