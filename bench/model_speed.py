@@ -7,14 +7,15 @@ with the real Qwen3.5-2B text config):
    bfloat16, each in a fresh process: seconds, peak RSS (getrusage) and size on disk.
 2. Decode. Per-token time of cached single-token steps in stock transformers, in one process,
    interleaved (the variants take turns in every run, in a rotating order): the base's text step,
-   the merged model's text step and circuit-token step (the demo's STEP tokens, chosen greedily
-   as `generate` would), and the circuit-only fast path (build_circuit_model + run_layers in
-   step mode). Configs: float32, bfloat16 stock, and bfloat16 with every `linear_attn.conv1d`
-   kept in float32. A run's figure is its mean time per step; the table gives the median and
-   the best of --repeat runs and their ratios to the base's own text step. Base and merged model
-   are loaded side by side when both fit in memory, else one after the other (noted).
+   the merged model's text step and circuit-token step (the demo's STEP tokens, or the GPU's
+   dot-product launch, chosen greedily as `generate` would), and the circuit-only fast path
+   (build_circuit_model + run_layers in step mode; demo only). Configs: float32, bfloat16
+   stock, and bfloat16 with every `linear_attn.conv1d` kept in float32. A run's figure is its
+   mean time per step; the table gives the median and the best of --repeat runs and their ratios
+   to the base's own text step. Base and merged model are loaded side by side when both fit in
+   memory, else one after the other (noted).
 
-    python bench/model_speed.py [--base tiny|2b|both] [--circuit demo|null] [--tokens N]
+    python bench/model_speed.py [--base tiny|2b|both] [--circuit demo|gpu|null] [--tokens N]
                                 [--repeat R] [--threads T] [--keep]
 
 Checkpoints go to build/bench/model_speed/ and are removed at the end unless --keep (a kept
@@ -47,12 +48,16 @@ from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: E402
 from transformers.utils import logging as hf_logging  # noqa: E402
 
 from qgpu import tinybase  # noqa: E402
+from qgpu import tokens as T  # noqa: E402
 from qgpu.build import CIRCUITS, TINY_BASE  # noqa: E402
 from qgpu.circuit import demo  # noqa: E402
 from qgpu.compiler import numerics as nx  # noqa: E402
 from qgpu.compiler.circuit_model import build_circuit_model, run_layers  # noqa: E402
 from qgpu.compiler.schedule import Schedule, embed  # noqa: E402
+from qgpu.driver import compile_file, place_arguments  # noqa: E402
+from qgpu.interp import run_program  # noqa: E402
 from qgpu.merge import merge, read_text_config  # noqa: E402
+from qgpu.runtime import make_launch  # noqa: E402
 
 WORK = ROOT / "build" / "bench" / "model_speed"
 TEXT_PROMPT = "The quick brown fox jumps over the lazy dog, and then it"
@@ -251,11 +256,30 @@ class Workload:
     out_ids: list[int] = field(default_factory=list)
 
 
+def dot_launch() -> tuple[list[str], list[str]]:
+    """The README's dot product [1,2,3]·[4,5,6] on one warp: its prompt tokens and the tokens
+    the reference machine says the model generates."""
+    kernel = compile_file(ROOT / "kernels" / "dot.cu").kernel("dot")
+    args = [[1, 2, 3], [4, 5, 6], {"zeros": 1}, 3]
+    launch = make_launch(kernel.program, (1, 1), (4, 1),
+                         place_arguments(kernel.ptx.params, args))
+    run = run_program(launch.program, grid=launch.grid, block=launch.block,
+                      params=launch.params, memory=launch.memory, allocations=launch.allocations)
+    return T.prompt_tokens(launch), T.expected_tokens(launch, run.trace)
+
+
 def make_workload(circuit: str, merged_dir: Path, base_dir: Path, steps: int) -> Workload:
     """The text prompt, and the circuit prompt: the demo's looping program (its reference
-    tokens, and the same tokens embedded for the circuit-only model) or the null tokens."""
+    tokens, and the same tokens embedded for the circuit-only model), the GPU's dot product
+    (its reference tokens: the model must generate them greedily) or the null tokens."""
     tokenizer = AutoTokenizer.from_pretrained(merged_dir)
     text = tokenizer(TEXT_PROMPT, add_special_tokens=False).input_ids
+    if circuit == "gpu":
+        prompt, expected = dot_launch()
+        if len(expected) < steps + 1:
+            raise SystemExit(f"--tokens {steps}: the dot product generates {len(expected)}")
+        return Workload(text, tokenizer.convert_tokens_to_ids(prompt), None,
+                        tokenizer.convert_tokens_to_ids(expected[:steps + 1]), None)
     if circuit != "demo":
         names = [n for n in tokenizer.get_vocab() if n.startswith("<|gpu:null")]
         ids = sorted(tokenizer.convert_tokens_to_ids(names))
@@ -432,7 +456,7 @@ def describe(base_dir: Path, merged_dir: Path) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base", choices=("tiny", "2b", "both"), default="tiny")
-    parser.add_argument("--circuit", choices=("demo", "null"), default="demo")
+    parser.add_argument("--circuit", choices=("demo", "gpu", "null"), default="demo")
     parser.add_argument(
         "--tokens", type=int, default=None, help="cached steps per run (default: tiny 10, 2b 6)"
     )

@@ -115,7 +115,14 @@ def demo_circuit(base_config: dict) -> CircuitWeights:
     return compile_demo(base_config).weights()
 
 
-CIRCUITS: dict[str, Callable[[dict], CircuitWeights]] = {"null": null_circuit,
+def gpu_circuit(base_config: dict) -> CircuitWeights:
+    """The SIMT machine (qgpu/circuit/gpu/, docs/ISA.md), compiled for the base's layer shapes."""
+    from qgpu.circuit.gpu.compiled import compile_gpu
+
+    return compile_gpu(base_config)
+
+
+CIRCUITS: dict[str, Callable[[dict], CircuitWeights]] = {"gpu": gpu_circuit, "null": null_circuit,
                                                         "demo": demo_circuit}
 """Circuit name -> compiler entry point, called with the base's text config."""
 
@@ -133,7 +140,7 @@ def build(
     base: str,
     out: Path,
     *,
-    circuit: str = "null",
+    circuit: str = "gpu",
     dtype: str = "bfloat16",
     revision: str | None = None,
     cache_dir: Path | None = None,

@@ -2,8 +2,11 @@
 the merged model, print the GPU circuit's allocation map.
 
 The ``run --json`` output is a contract used by later stages and outside checks: exactly one JSON
-object on stdout, ``{"kernel", "backend", "args", "stats"}``, or on any error exit status 2 and
-``{"error": {"kind", "message"}}``. ``build --json`` prints ``{"base", "merged", "stages"}`` the
+object on stdout, ``{"kernel", "backend", "args", "stats"}`` (the model backend adds
+``"prompt_tokens"``, ``"generated_tokens"`` and with ``--check`` ``"exact"``; a checked run that
+is not exact exits with status 1, its ``"args"`` null if the stream diverged, and says where in
+``"divergence"``), or on any error exit status 2 and ``{"error": {"kind", "message"}}``.
+``build --json`` prints ``{"base", "merged", "stages"}`` the
 same way (stage progress goes to stderr).
 """
 
@@ -49,7 +52,16 @@ def _build_parser() -> _Parser:
     run.add_argument("--dynamic-shared", type=int, default=0, help="bytes of extern shared")
     run.add_argument("--backend", default="interp", choices=BACKENDS)
     run.add_argument("--compiler", default="auto", help="auto, nvrtc, nvcc or clang")
-    run.add_argument("--step-limit", type=int, default=None)
+    run.add_argument("--step-limit", type=int, default=None,
+                     help="warp-instructions (interp), instructions (ptx) or generated tokens "
+                          "(model) before a launch is stopped")
+    run.add_argument("--model", help="model backend: a build directory (python -m qgpu build) "
+                                     "or its merged/ checkpoint")
+    run.add_argument("--dtype", choices=("float32", "bfloat16"),
+                     help="model backend: load the model in this dtype (default: as built)")
+    run.add_argument("--check", action="store_true",
+                     help="model backend: replay the launch on the machine and compare every "
+                          "generated token and global word")
     run.add_argument("--json", action="store_true", help="print one JSON object")
     for name, helptext in (("ptx", "print the PTX of a CUDA file"),
                            ("asm", "print the lowered machine program")):
@@ -59,9 +71,11 @@ def _build_parser() -> _Parser:
         p.add_argument("--compiler", default="auto")
     suite = sub.add_parser("suite", help="run the kernel suite on both interpreters")
     suite.add_argument("--seeds", type=int, default=3)
-    suite.add_argument("--model", choices=("float32", "bfloat16"),
-                       help="instead: compile the GPU circuit in this dtype and run every "
-                            "kernel on it, checked token by token against the machine")
+    suite.add_argument("--model", metavar="BUILD_DIR",
+                       help="instead: run every kernel on this merged model, checked token by "
+                            "token against the machine")
+    suite.add_argument("--dtype", choices=("float32", "bfloat16"),
+                       help="with --model: load it in this dtype (default: as built)")
     suite.add_argument("names", nargs="*", help="only these kernels")
     cmap = sub.add_parser("map", help="the GPU circuit's allocation map for the Qwen3.5-2B "
                                       "layer shapes: what every layer, head, neuron and "
@@ -70,7 +84,8 @@ def _build_parser() -> _Parser:
     build = sub.add_parser("build", help="build the merged model (cached stages)")
     build.add_argument("--base", required=True, help="tiny, a Hub model id, or a checkpoint dir")
     build.add_argument("--revision", help="Hub revision (branch, tag or commit)")
-    build.add_argument("--circuit", default="null", help="registered circuit name")
+    build.add_argument("--circuit", default="gpu",
+                       help="registered circuit name: gpu (the SIMT machine), demo or null")
     build.add_argument("--out", required=True, help="writes OUT/base and OUT/merged")
     build.add_argument("--dtype", default="bfloat16", choices=("bfloat16", "float32"))
     build.add_argument("--cache-dir", help="stage cache (default $QGPU_CACHE_DIR or build/cache)")
@@ -89,20 +104,35 @@ def _run(ns: argparse.Namespace) -> dict[str, Any]:
         args = json.loads(ns.args)
     except json.JSONDecodeError as e:
         raise UsageError(f"--args is not valid JSON: {e}") from None
-    module = _load(ns.file, ns.compiler)
-    result = module.kernel(ns.kernel).launch(
+    if (ns.model or ns.dtype or ns.check) and ns.backend != "model":
+        raise UsageError("--model, --dtype and --check belong to --backend model")
+    kernel = _load(ns.file, ns.compiler).kernel(ns.kernel)
+    model = None
+    if ns.backend == "model":
+        if not ns.model:
+            raise UsageError("--backend model needs --model BUILD_DIR (python -m qgpu build)")
+        from qgpu.runtime import GpuModel
+
+        model = GpuModel.load(ns.model, ns.dtype)
+    result = kernel.launch(
         grid=_dims(ns.grid), block=_dims(ns.block), args=args,
         dynamic_shared=ns.dynamic_shared, backend=ns.backend, step_limit=ns.step_limit,
+        model=model, check=ns.check,
     )
     return {"kernel": result.kernel, "backend": result.backend, "args": result.args,
-            "stats": result.stats}
+            "stats": result.stats, **result.model}
 
 
 def _print_run(out: dict[str, Any]) -> None:
     print(f"kernel {out['kernel']} on the {out['backend']} backend")
-    for i, value in enumerate(out["args"]):
+    for i, value in enumerate(out["args"] or []):
         print(f"  arg {i}: {value}")
     print("  " + ", ".join(f"{k}={v}" for k, v in out["stats"].items()))
+    if "generated_tokens" in out:
+        print(f"  {out['prompt_tokens']} prompt tokens, {out['generated_tokens']} generated")
+    if "exact" in out:
+        print("  exact: every generated token and global word is the machine's" if out["exact"]
+              else f"  NOT exact: {out['divergence']}")
 
 
 def _build(ns: argparse.Namespace) -> dict[str, Any]:
@@ -126,6 +156,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(json.dumps(out))
             else:
                 _print_run(out)
+            return 1 if out.get("exact") is False else 0
         elif ns.command == "ptx":
             print(_load(ns.file, ns.compiler).ptx)
         elif ns.command == "asm":
@@ -145,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
         elif ns.model:
             from qgpu.suite import print_model_report
 
-            return print_model_report(ns.names, ns.model)
+            return print_model_report(ns.names, ns.model, ns.dtype)
         else:
             from qgpu.suite import print_suite_report
 

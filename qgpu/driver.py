@@ -31,7 +31,7 @@ from qgpu.ptx import ast
 from qgpu.ptx.interp import find_kernel, run_kernel
 from qgpu.ptx.parser import parse_module
 
-BACKENDS = ("interp", "ptx")
+BACKENDS = ("interp", "ptx", "model")
 
 
 @dataclass(frozen=True)
@@ -117,9 +117,12 @@ class LaunchResult:
 
     kernel: str
     backend: str
-    args: list[Any]
+    args: list[Any] | None  # None: a checked model run that diverged
     stats: dict[str, int]
     trace: list = field(default_factory=list)
+    model: dict[str, Any] = field(default_factory=dict)
+    """Model backend: prompt_tokens, generated_tokens, and with a check exact (and divergence:
+    the first token or word that was not the reference machine's)."""
 
 
 @dataclass
@@ -146,12 +149,20 @@ class Kernel:
         dynamic_shared: int = 0,
         backend: str = "interp",
         step_limit: int | None = None,
+        model: Any = None,
+        check: bool = False,
     ) -> LaunchResult:
-        """Run the kernel on a backend: "interp" (the machine) or "ptx" (the PTX oracle)."""
+        """Run the kernel on a backend: "interp" (the machine), "ptx" (the PTX oracle) or
+        "model" (the GPU inside a merged model: `model` is a runtime.GpuModel; `check` replays
+        the launch on the machine and compares every generated token and global word; the
+        step limit counts generated tokens)."""
         if backend not in BACKENDS:
             raise UsageError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
         check_launch_shape(tuple(grid), tuple(block))
         place = place_arguments(self.ptx.params, args)
+        if backend == "model":
+            return self._launch_model(tuple(grid), tuple(block), args, place, dynamic_shared,
+                                      step_limit, model, check)
         if backend == "interp":
             prog = self.program
             run = run_program(
@@ -171,6 +182,29 @@ class Kernel:
         )
         return LaunchResult(self.name, backend, read_back(place, args, ptx_run.memory),
                             dict(ptx_run.stats))
+
+
+    def _launch_model(self, grid: tuple[int, int], block: tuple[int, int], args: list[Any],
+                      place: Placement, dynamic_shared: int, step_limit: int | None, model: Any,
+                      check: bool) -> LaunchResult:
+        from qgpu.runtime import DEFAULT_TOKEN_LIMIT, make_launch, run_checked, run_launch
+
+        if model is None:
+            raise UsageError("the model backend needs a merged model (--model BUILD_DIR)")
+        prog = self.program
+        launch = make_launch(prog, grid, block, place, dynamic_shared)
+        limit = step_limit or DEFAULT_TOKEN_LIMIT
+        run = run_checked(model, launch, dynamic_shared=dynamic_shared, token_limit=limit) \
+            if check else run_launch(model, launch, token_limit=limit)
+        info: dict[str, Any] = {"prompt_tokens": run.prompt_tokens,
+                                "generated_tokens": len(run.generated)}
+        if check:
+            info["exact"] = run.exact
+            if run.divergence:
+                info["divergence"] = run.divergence
+        result = None if run.memory is None else read_back(place, args, run.memory)
+        stats = {"rom_blocks": len(prog.blocks), "instructions": prog.instruction_count()}
+        return LaunchResult(self.name, "model", result, stats, model=info)
 
 
 @dataclass

@@ -128,6 +128,28 @@ def check_launch_shape(grid: tuple[int, int], block: tuple[int, int]) -> None:
         )
 
 
+def check_launch(prog: Program, grid: tuple[int, int], block: tuple[int, int],
+                 params: list[int], memory: list[int], dynamic_shared: int) -> int:
+    """Raise a clear error for a launch the machine cannot run (shape, parameters, memory,
+    shared memory); return the shared bytes per block. Every backend of the machine checks
+    this first."""
+    check_launch_shape(grid, block)
+    if len(params) != prog.num_params:
+        raise UsageError(f"{prog.name} takes {prog.num_params} parameters, got {len(params)}")
+    if len(memory) != limits.GLOBAL_WORDS:
+        raise UsageError(f"memory must hold {limits.GLOBAL_WORDS} words")
+    if dynamic_shared < 0 or dynamic_shared % 4:
+        raise UsageError(
+            f"dynamic shared size must be a multiple of 4 bytes, got {dynamic_shared}")
+    shared = prog.shared_bytes(dynamic_shared)
+    if shared > limits.SHARED_WORDS * limits.WORD_BYTES:
+        raise ResourceError(
+            f"{prog.name} needs {shared} bytes of shared memory per block; the "
+            f"machine has {limits.SHARED_WORDS * limits.WORD_BYTES}"
+        )
+    return shared
+
+
 class _Launch:
     """State of one launch; methods execute machine blocks."""
 
@@ -143,20 +165,7 @@ class _Launch:
         step_limit: int,
         record: bool,
     ) -> None:
-        check_launch_shape(grid, block)
-        if len(params) != prog.num_params:
-            raise UsageError(f"{prog.name} takes {prog.num_params} parameters, got {len(params)}")
-        if len(memory) != limits.GLOBAL_WORDS:
-            raise UsageError(f"memory must hold {limits.GLOBAL_WORDS} words")
-        if dynamic_shared < 0 or dynamic_shared % 4:
-            raise UsageError(
-                f"dynamic shared size must be a multiple of 4 bytes, got {dynamic_shared}")
-        self.shared_bytes = prog.shared_bytes(dynamic_shared)
-        if self.shared_bytes > limits.SHARED_WORDS * limits.WORD_BYTES:
-            raise ResourceError(
-                f"{prog.name} needs {self.shared_bytes} bytes of shared memory per block; the "
-                f"machine has {limits.SHARED_WORDS * limits.WORD_BYTES}"
-            )
+        self.shared_bytes = check_launch(prog, grid, block, params, memory, dynamic_shared)
         self.prog = prog
         self.grid, self.block = grid, block
         self.params = [p & MASK32 for p in params]

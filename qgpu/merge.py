@@ -20,7 +20,7 @@ import json
 import math
 import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -82,7 +82,7 @@ class CircuitWeights:
     """A compiled circuit in circuit-local coordinates: every hidden-size axis has size K."""
 
     k_dims: int
-    layers: list[dict[str, torch.Tensor]]
+    layers: Sequence[dict[str, torch.Tensor]]  # may emit each layer when it is read
     token_names: list[str]
     token_embeddings: torch.Tensor
     final_norm: torch.Tensor
@@ -195,19 +195,18 @@ def _plan(base: _BaseCheckpoint, circuit: CircuitWeights, widen: _Widener) -> _P
     def vocab_matrix(name: str) -> Callable[[], torch.Tensor]:
         return lambda: widen.vocab(base.get(name), tokens)
 
-    def circuit_tensor(key: str, t: torch.Tensor) -> Callable[[], torch.Tensor]:
-        return lambda: widen.circuit(key, t)
+    shapes = circuit_layer_shapes(base.text, circuit.k_dims)
+
+    def circuit_tensor(i: int, key: str) -> Callable[[], torch.Tensor]:
+        return lambda: widen.circuit(key, _layer_tensor(circuit, i, key, shapes))
 
     def base_tensor(key: str, name: str) -> Callable[[], torch.Tensor]:
         return lambda: widen.base(key, base.get(name))
 
     n_circuit = len(circuit.layers)
     plan: _Plan = [("model.embed_tokens.weight", vocab_matrix(lm + "embed_tokens.weight"))]
-    for i, layer in enumerate(circuit.layers):
-        plan += [
-            (f"model.layers.{i}.{key}", circuit_tensor(key, layer[key]))
-            for key in CIRCUIT_LAYER_KEYS
-        ]
+    for i in range(n_circuit):
+        plan += [(f"model.layers.{i}.{key}", circuit_tensor(i, key)) for key in CIRCUIT_LAYER_KEYS]
     for i in range(base.config.num_hidden_layers):
         prefix = f"{lm}layers.{i}."
         plan += [
@@ -356,19 +355,9 @@ class _Widener:
 
 
 def _check_circuit(circuit: CircuitWeights, text: dict, anchor: float) -> None:
-    """Fail early, naming the tensor, when the compiler's output breaks the merge contract."""
+    """Fail early, naming the tensor, when the compiler's output breaks the merge contract
+    (layers are checked as they are written: ``_layer_tensor``)."""
     k = circuit.k_dims
-    shapes = circuit_layer_shapes(text, k)
-    for i, layer in enumerate(circuit.layers):
-        if set(layer) != set(CIRCUIT_LAYER_KEYS):
-            missing = sorted(set(CIRCUIT_LAYER_KEYS) - set(layer))
-            extra = sorted(set(layer) - set(CIRCUIT_LAYER_KEYS))
-            raise UsageError(f"circuit layer {i}: missing {missing}, unexpected {extra}")
-        for key, t in layer.items():
-            if tuple(t.shape) != shapes[key]:
-                raise UsageError(
-                    f"circuit layer {i} {key}: shape {tuple(t.shape)}, expected {shapes[key]}"
-                )
     n = len(circuit.token_names)
     if len(set(circuit.token_names)) != n:
         raise UsageError("circuit token names are not unique")
@@ -383,6 +372,21 @@ def _check_circuit(circuit: CircuitWeights, text: dict, anchor: float) -> None:
             f"every circuit token needs the anchor {anchor} on circuit dim "
             f"{nx.ANCHOR_DIM} (qgpu.compiler.numerics)"
         )
+
+
+def _layer_tensor(circuit: CircuitWeights, i: int, key: str,
+                  shapes: dict[str, tuple[int, ...]]) -> torch.Tensor:
+    """Circuit layer i's tensor `key`, checked against the layer's expected keys and shapes."""
+    layer = circuit.layers[i]
+    if set(layer) != set(CIRCUIT_LAYER_KEYS):
+        missing = sorted(set(CIRCUIT_LAYER_KEYS) - set(layer))
+        extra = sorted(set(layer) - set(CIRCUIT_LAYER_KEYS))
+        raise UsageError(f"circuit layer {i}: missing {missing}, unexpected {extra}")
+    t = layer[key]
+    if tuple(t.shape) != shapes[key]:
+        raise UsageError(f"circuit layer {i} {key}: shape {tuple(t.shape)}, expected "
+                         f"{shapes[key]}")
+    return t
 
 
 def _expected_shapes(config: Qwen3_5TextConfig, names: list[str]) -> dict[str, tuple[int, ...]]:

@@ -1,29 +1,33 @@
 """The driver of the GPU inside the model: launch a lowered kernel, let the model write it.
 
-The host builds the prompt (tokens.prompt_tokens), then only feeds back the model's own greedy
-choices, token by token, until the model chooses ``end`` (or a fault); results are read from the
-model's recurrent state — global memory is the ``gmem`` bank, one GDN head whose row w holds
-word w. The host computes nothing: no interpreter runs unless ``check`` asks for one, and then
-only to compare (tests/test_runtime.py runs launches with the interpreter unavailable).
-
-Launches run through the circuit layers alone (docs/ARCHITECTURE.md §5: circuit tokens see exact
-zeros from every base layer, so this is the merged model's computation on the circuit dims).
+The model is a merged checkpoint (``python -m qgpu build``: base + GPU circuit, a stock
+``Qwen3_5ForCausalLM``). The host builds the prompt (tokens.prompt_tokens), then only feeds back
+the model's own greedy choices over its whole vocabulary, token by token, until the model
+chooses ``end`` (or a fault); results are read from the model's recurrent state — global memory
+is the ``gmem`` bank, one GDN head whose row w holds word w. The host computes nothing: no
+interpreter runs unless a check asks for one, and then only to compare (tests/test_runtime.py
+runs launches with the interpreter unavailable).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import json
+from dataclasses import dataclass
+from pathlib import Path
 
 import torch
+from transformers import AutoModelForCausalLM
 from transformers.cache_utils import DynamicCache
 
 from qgpu import limits
 from qgpu import tokens as T
-from qgpu.circuit.gpu import encoding, machine
 from qgpu.compiler import numerics as nx
-from qgpu.compiler.circuit_model import DTYPES, build_circuit_model
-from qgpu.compiler.schedule import LayerShape, Schedule, embed_all, schedule
+from qgpu.compiler.circuit_model import DTYPES
+from qgpu.driver import Placement
 from qgpu.errors import LaunchError, UsageError
+from qgpu.interp import check_launch
+from qgpu.isa import Program
+from qgpu.merge import METADATA_FILE
 
 DEFAULT_TOKEN_LIMIT = 200_000
 """Generated tokens per launch before a runaway launch is stopped."""
@@ -31,41 +35,50 @@ DEFAULT_TOKEN_LIMIT = 200_000
 
 @dataclass
 class GpuModel:
-    """The compiled GPU circuit in a stock Qwen3.5 model (circuit layers only, hidden = K),
-    with the circuit tokens' embeddings (tied: also their output rows) and the final norm."""
+    """A merged checkpoint with the GPU circuit, loaded with stock transformers, and what the
+    driver needs from its qgpu_circuit.json: the circuit tokens' ids and each bank's head."""
 
-    sched: Schedule
     model: torch.nn.Module
-    embeddings: torch.Tensor  # [vocabulary, K]
-    names: list[str]
+    ids: dict[str, int]  # circuit token name -> id
+    banks: dict[str, tuple[int, int]]  # bank -> (layer, GDN head)
     dtype: str
-    ids: dict[str, int] = field(init=False)
+    path: Path
 
     def __post_init__(self) -> None:
-        self.ids = {n: i for i, n in enumerate(self.names)}
+        self.names = {i: n for n, i in self.ids.items()}
 
     @classmethod
-    def compile(cls, dtype: str = "float32", shape: LayerShape | None = None) -> GpuModel:
-        """Compile the machine (machine.build) for a layer shape (default: Qwen3.5-2B's)."""
+    def load(cls, build: str | Path, dtype: str | None = None) -> GpuModel:
+        """Load BUILD/merged (or a merged checkpoint directory itself) in `dtype` (default:
+        the dtype it was built in)."""
+        path = Path(build)
+        path = path / "merged" if (path / "merged" / METADATA_FILE).is_file() else path
+        try:
+            meta = json.loads((path / METADATA_FILE).read_text())
+        except (OSError, json.JSONDecodeError) as e:
+            raise UsageError(f"{build}: not a qgpu build or merged checkpoint ({e})") from None
+        if meta.get("circuit", {}).get("circuit") != "gpu":
+            raise UsageError(f"{path} holds the {meta.get('circuit', {}).get('circuit')!r} "
+                             "circuit, not the GPU (python -m qgpu build --circuit gpu)")
+        dtype = dtype or meta["dtype"]
         if dtype not in DTYPES:
             raise UsageError(f"dtype must be one of {', '.join(DTYPES)}")
-        sched = schedule(machine.build(), shape or LayerShape())
-        model, k = build_circuit_model(sched, dtype)
-        names = T.vocabulary()
-        emb = embed_all(sched, k, k, [encoding.features(n) for n in names])
-        final = torch.full((k,), -1.0)  # silence every circuit dim but the selection fields
-        for f in encoding.FIELDS:
-            if f.selects:
-                for name in f.features():
-                    final[sched.dims[name]] = nx.SCALE - 1.0
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=DTYPES[dtype]).eval()
+        banks = {b: (int(layer), int(head))
+                 for b, (layer, head) in meta["circuit"]["banks"].items()}
+        return cls(model, dict(meta["token_ids"]), banks, dtype, path)
+
+    def logits(self, cache: DynamicCache, ids: list[int]) -> torch.Tensor:
+        """Run tokens through the model; the logits over the whole vocabulary after the last."""
         with torch.no_grad():
-            model.norm.weight.copy_(final)
-        return cls(sched, model, emb.to(DTYPES[dtype]), names, dtype)
+            out = self.model(input_ids=torch.tensor([ids]), past_key_values=cache,
+                             use_cache=True, logits_to_keep=1)
+        return out.logits[0, -1]
 
     def bank_rows(self, cache: DynamicCache, bank: str, rows: int, width: int) -> list[int]:
         """Rows of a bits bank read from its head's recurrent state (host side: decoding
         only). Every data entry must be exactly 0 or VALUE_SCALE."""
-        layer, head = self.sched.heads[bank]
+        layer, head = self.banks[bank]
         state = cache.get_recurrent_state(layer)[0, head].float()
         data = state[:rows, nx.ROW_ANCHORS:nx.ROW_ANCHORS + width]
         bad = (data != 0) & (data != nx.VALUE_SCALE)
@@ -76,46 +89,53 @@ class GpuModel:
         return [int(sum(int(b) << i for i, b in enumerate(row))) for row in bits]
 
 
+def make_launch(prog: Program, grid: tuple[int, int], block: tuple[int, int],
+                place: Placement, dynamic_shared: int = 0) -> T.Launch:
+    """A launch of a lowered program with placed arguments, checked as every backend checks
+    it (interp.check_launch)."""
+    shared = check_launch(prog, grid, block, place.params, place.memory, dynamic_shared)
+    return T.Launch(prog, grid, block, place.params, place.memory, place.allocations,
+                    shared // 4)
+
+
 @dataclass
 class ModelRun:
-    """A launch the model ran: what it generated and what it left in global memory."""
+    """A launch the model ran: what it generated and what it left in global memory; with a
+    check, whether every token and word was the reference machine's, else the first that was
+    not (then `memory` is None if the stream diverged)."""
 
-    memory: list[int]  # int32 words, as the gmem bank holds them
+    memory: list[int] | None  # int32 words, as the gmem bank holds them
     prompt_tokens: int
     generated: list[str]
-
-
-def _step(gm: GpuModel, cache: DynamicCache, ids: list[int]) -> torch.Tensor:
-    """Run tokens through the circuit layers; the next token's logits after the last one."""
-    h = gm.embeddings[torch.tensor(ids)].unsqueeze(0)
-    with torch.no_grad():
-        for layer in gm.model.layers:
-            h = layer(h, position_embeddings=None, past_key_values=cache, use_cache=True)
-        last = gm.model.norm(h[0, -1])
-        return last.float() @ gm.embeddings.float().T
+    exact: bool | None = None
+    divergence: str | None = None
 
 
 def run_launch(gm: GpuModel, launch: T.Launch, *, token_limit: int = DEFAULT_TOKEN_LIMIT,
                expected: list[str] | None = None) -> ModelRun:
-    """Prompt the model with a launch and let it generate until END or a fault. With
+    """Prompt the model with a launch and let it generate greedily until END or a fault. With
     `expected` (the reference stream), stop at the first token that differs and say where."""
     prompt = T.prompt_tokens(launch)
     cache = DynamicCache(config=gm.model.config)
-    logits = _step(gm, cache, [gm.ids[t] for t in prompt])
-    stops = {gm.ids[T.name("end")]} | {gm.ids[T.name(f"fault:{f}")] for f in T.FAULTS}
+    logits = gm.logits(cache, [gm.ids[t] for t in prompt])
+    stops = {T.name("end")} | {T.name(f"fault:{f}") for f in T.FAULTS}
     generated: list[str] = []
     while True:
         nxt = int(torch.argmax(logits))
+        if nxt not in gm.names:
+            raise LaunchError(f"generated token {len(generated)} is text token id {nxt}, not a "
+                              "circuit token (after: "
+                              f"{' '.join(T.body(t) for t in generated[-4:])})")
         generated.append(gm.names[nxt])
         if expected is not None and generated[-1] != (expected + [None])[len(generated) - 1]:
             raise Divergence(len(generated) - 1, generated, expected)
-        if nxt in stops:
+        if generated[-1] in stops:
             break
         if len(generated) >= token_limit:
             last = [e for e in T.decode(generated[:-1]) if e.kind == "exec"][-1:]
             raise LaunchError(f"the launch did not end within {token_limit} generated tokens "
                               f"(a loop that never ends?); last block run: {last}")
-        logits = _step(gm, cache, [nxt])
+        logits = gm.logits(cache, [nxt])
     if generated[-1] != T.name("end"):
         kind = T.body(generated[-1]).split(":")[1]
         raise LaunchError(f"the model reported a {kind} fault after {len(generated)} tokens "
@@ -134,4 +154,35 @@ class Divergence(LaunchError):
         context = " ".join(T.body(t) for t in generated[max(0, index - 4):index])
         super().__init__(f"generated token {index} is {got}, the reference machine says {want} "
                          f"(after: {context})")
-        self.index = index
+        self.index, self.generated = index, generated
+
+
+def run_checked(gm: GpuModel, launch: T.Launch, *, dynamic_shared: int = 0,
+                token_limit: int = DEFAULT_TOKEN_LIMIT) -> ModelRun:
+    """``--check``: the reference interpreter runs the launch first; the model's run must give
+    its token stream exactly (stopping at the first token that differs) and leave every global
+    word as the machine does. A launch that faults must fault the same way."""
+    from qgpu.interp import run_program
+
+    try:
+        ref = run_program(launch.program, grid=launch.grid, block=launch.block,
+                          params=launch.params, memory=launch.memory,
+                          dynamic_shared=dynamic_shared, allocations=launch.allocations)
+        expected, want = T.expected_tokens(launch, ref.trace), ref.memory
+    except LaunchError as e:
+        if e.fault not in T.FAULTS:
+            raise
+        expected, want = T.fault_tokens(launch, e), None
+    try:
+        run = run_launch(gm, launch, token_limit=token_limit, expected=expected)
+    except Divergence as d:
+        return ModelRun(None, len(T.prompt_tokens(launch)), d.generated, False, d.message)
+    words = [w for w in range(limits.GLOBAL_WORDS)
+             if run.memory[w] & 0xFFFFFFFF != want[w] & 0xFFFFFFFF]
+    if words:
+        w = words[0]
+        run.exact, run.divergence = False, (f"global word {w}: the model holds {run.memory[w]}, "
+                                            f"the reference machine {want[w]}")
+    else:
+        run.exact = True
+    return run

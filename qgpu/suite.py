@@ -113,41 +113,38 @@ def print_suite_report(names: list[str], seeds: int) -> int:
     return 1 if failures else 0
 
 
-def print_model_report(names: list[str], dtype: str, gpu=None) -> int:
-    """Run kernels (seed 0) on the compiled GPU circuit, each generated token checked against
-    the reference machine's stream; one line per kernel (prompt and generated tokens, exact or
-    the first diverging token, seconds); exit status 1 unless every launch is exact and its
-    results equal the intent model. `gpu`: an already compiled GpuModel."""
-    from qgpu.interp import run_program
-    from qgpu.runtime import GpuModel, run_launch
+def print_model_report(names: list[str], build: str, dtype: str | None = None,
+                       gpu=None) -> int:
+    """Run kernels (seed 0) on a merged model (`build`: a build directory, loaded in `dtype`;
+    or `gpu`, an already loaded runtime.GpuModel), each generated token checked against the
+    reference machine's stream; one line per kernel (prompt and generated tokens, exact or the
+    first diverging token, seconds); exit status 1 unless every launch is exact and its results
+    equal the intent model."""
+    from qgpu.runtime import GpuModel, make_launch, run_checked
 
     kernels = [by_name(n) for n in names] if names else list(SUITE)
     t0 = time.perf_counter()
-    gpu = gpu or GpuModel.compile(dtype)
-    print(f"compiled the GPU circuit ({dtype}): {gpu.sched.layers} layers, K = "
-          f"{gpu.sched.k_used}, {time.perf_counter() - t0:.0f} s")
+    gpu = gpu or GpuModel.load(build, dtype)
+    print(f"loaded {gpu.path} ({gpu.dtype}) in {time.perf_counter() - t0:.0f} s")
     print(f"{'kernel':24} {'prompt':>6} {'generated':>9} {'s':>6}  result")
     failures = 0
     for k in kernels:
         kernel = suite_module(k).kernel(k.name)
         args = make_args(k, 0)
         place = place_arguments(kernel.ptx.params, args)
-        prog = kernel.program
-        launch = tokens.Launch(prog, k.grid, k.block, place.params, place.memory,
-                               place.allocations, prog.shared_bytes(k.dynamic_shared) // 4)
-        ref = run_program(prog, grid=k.grid, block=k.block, params=place.params,
-                          memory=place.memory, dynamic_shared=k.dynamic_shared,
-                          allocations=place.allocations)
-        expected = tokens.expected_tokens(launch, ref.trace)
+        launch = make_launch(kernel.program, k.grid, k.block, place, k.dynamic_shared)
         t = time.perf_counter()
         try:
-            run = run_launch(gpu, launch, expected=expected)
-            intent = [list(map(int, a)) if isinstance(a, list) else a for a in k.intent(args)]
-            diff = first_difference(intent, read_back(place, args, run.memory))
-            result = "exact" if diff is None else f"results differ: {diff}"
+            run = run_checked(gpu, launch, dynamic_shared=k.dynamic_shared)
             generated = len(run.generated)
+            if run.exact:
+                intent = [list(map(int, a)) if isinstance(a, list) else a for a in k.intent(args)]
+                diff = first_difference(intent, read_back(place, args, run.memory))
+                result = "exact" if diff is None else f"results differ: {diff}"
+            else:
+                result = run.divergence
         except QgpuError as e:
-            result, generated = e.message, getattr(e, "index", -1) + 1
+            result, generated = e.message, -1
         failures += result != "exact"
         print(f"{k.name:24} {len(tokens.prompt_tokens(launch)):>6} {generated:>9} "
               f"{time.perf_counter() - t:>6.0f}  {result}", flush=True)

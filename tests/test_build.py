@@ -80,18 +80,20 @@ def test_second_run_is_a_cache_hit(cold: dict, cache: Path, tmp_path: Path) -> N
 
 
 def test_corrupted_artifact_is_rebuilt(cold: dict, cache: Path, tmp_path: Path) -> None:
-    artifact = Path(build("tiny", tmp_path / "a", cache_dir=cache).stages["merged"]["artifact"])
+    first = build("tiny", tmp_path / "a", circuit="null", cache_dir=cache)
+    artifact = Path(first.stages["merged"]["artifact"])
     (artifact / "model.safetensors").write_bytes(b"not a safetensors file")
-    result = build("tiny", tmp_path / "b", cache_dir=cache)
+    result = build("tiny", tmp_path / "b", circuit="null", cache_dir=cache)
     assert result.stages["base"]["cached"] is True
     assert result.stages["merged"]["cached"] is False
     AutoModelForCausalLM.from_pretrained(result.merged)  # loads again
 
 
 def test_missing_artifact_is_rebuilt(cold: dict, cache: Path, tmp_path: Path) -> None:
-    artifact = Path(build("tiny", tmp_path / "a", cache_dir=cache).stages["base"]["artifact"])
+    first = build("tiny", tmp_path / "a", circuit="null", cache_dir=cache)
+    artifact = Path(first.stages["base"]["artifact"])
     (artifact / "tokenizer.json").unlink()
-    result = build("tiny", tmp_path / "b", cache_dir=cache)
+    result = build("tiny", tmp_path / "b", circuit="null", cache_dir=cache)
     assert result.stages["base"]["cached"] is False
     assert (result.base / "tokenizer.json").is_file()
 
@@ -101,11 +103,11 @@ def test_local_directory_base_is_keyed_by_file_hashes(
 ) -> None:
     source = tmp_path / "my-base"
     shutil.copytree(cold["out"] / "base", source)
-    first = build(str(source), tmp_path / "out", dtype="float32", cache_dir=cache)
+    first = build(str(source), tmp_path / "out", circuit="null", dtype="float32", cache_dir=cache)
     assert first.stages["base"]["cached"] is False and first.stages["merged"]["cached"] is False
     assert sorted(p.name for p in first.base.iterdir()) == sorted(p.name for p in source.iterdir())
     assert json.loads((first.merged / "config.json").read_text())["dtype"] == "float32"
-    again = build(str(source), tmp_path / "out", dtype="float32", cache_dir=cache)
+    again = build(str(source), tmp_path / "out", circuit="null", dtype="float32", cache_dir=cache)
     assert all(stage["cached"] for stage in again.stages.values())
 
     stages = Stages(cache)
@@ -136,7 +138,8 @@ def test_hub_base_is_downloaded_with_snapshot_download(
         return str(snapshot)
 
     monkeypatch.setattr(build_module, "snapshot_download", fake_snapshot_download)
-    result = build("Qwen/Qwen3.5-2B", tmp_path / "out", revision="main", cache_dir=cache)
+    result = build("Qwen/Qwen3.5-2B", tmp_path / "out", circuit="null", revision="main",
+                   cache_dir=cache)
     assert calls == [
         ("Qwen/Qwen3.5-2B", {"revision": "main", "allow_patterns": build_module.HUB_PATTERNS})
     ]
@@ -144,7 +147,8 @@ def test_hub_base_is_downloaded_with_snapshot_download(
     assert all(not p.is_symlink() for p in result.base.iterdir())
     base_files = sorted(p.name for p in (cold["out"] / "base").iterdir())
     assert sorted(p.name for p in result.base.iterdir()) == base_files
-    again = build("Qwen/Qwen3.5-2B", tmp_path / "out", revision="main", cache_dir=cache)
+    again = build("Qwen/Qwen3.5-2B", tmp_path / "out", circuit="null", revision="main",
+                   cache_dir=cache)
     assert len(calls) == 2  # the revision is resolved each time; the stages are not redone
     assert all(stage["cached"] for stage in again.stages.values())
 
@@ -153,7 +157,7 @@ def test_hub_base_is_downloaded_with_snapshot_download(
 
     monkeypatch.setattr(build_module, "snapshot_download", offline)
     with pytest.raises(UsageError, match="could not download Qwen/Qwen3.5-9B"):
-        build("Qwen/Qwen3.5-9B", tmp_path / "x", cache_dir=cache)
+        build("Qwen/Qwen3.5-9B", tmp_path / "x", circuit="null", cache_dir=cache)
 
 
 def test_concurrent_cold_builds_build_once(tmp_path: Path) -> None:

@@ -73,6 +73,18 @@ def test_errors_exit_2_with_kind(capsys, tmp_path, src, args, extra, kind, needl
     assert needle in out["error"]["message"], out
 
 
+@pytest.mark.parametrize("extra,needle", [
+    (["--backend", "model"], "needs --model BUILD_DIR"),
+    (["--check"], "belong to --backend model"),
+    (["--backend", "model", "--model", str(ROOT / "kernels")], "not a qgpu build"),
+])
+def test_model_backend_usage_errors(capsys, extra: list[str], needle: str) -> None:
+    """The model backend's options are checked before any model is loaded."""
+    code, out = run_json(capsys, "run", DOT, "--grid", "1", "--block", "4", "--args", DOT_ARGS,
+                         *extra)
+    assert code == 2 and out["error"]["kind"] == "usage" and needle in out["error"]["message"]
+
+
 def test_bad_dimensions_are_usage_errors(capsys) -> None:
     code, out = run_json(capsys, "run", DOT, "--grid", "x", "--block", "4", "--args", DOT_ARGS)
     assert code == 2 and out["error"]["kind"] == "usage"

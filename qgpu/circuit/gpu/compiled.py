@@ -1,0 +1,58 @@
+"""The GPU circuit compiled for a base: the schedule for the base's layer shapes, and the
+weights the merge needs (qgpu/merge.py), its layers emitted one at a time as the merge asks
+for them (43 layers of the 2B shapes are ~15 GB in float32: never held at once)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+
+import torch
+
+from qgpu import tokens as T
+from qgpu.circuit.gpu import encoding, machine
+from qgpu.compiler import numerics as nx
+from qgpu.compiler.schedule import LayerShape, Schedule, embed_all, emit_layer, schedule
+from qgpu.merge import CircuitWeights
+
+
+class _Layers(Sequence):
+    """The circuit's layers, each emitted when it is read (the last one kept)."""
+
+    def __init__(self, sched: Schedule, k_dims: int) -> None:
+        self.sched, self.k_dims = sched, k_dims
+        self._layer = lru_cache(maxsize=1)(lambda i: emit_layer(sched, k_dims, i))
+
+    def __len__(self) -> int:
+        return self.sched.layers
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return [self[j] for j in range(len(self))[i]]
+        if not -len(self) <= i < len(self):
+            raise IndexError(i)
+        return self._layer(i % len(self))
+
+
+def compile_gpu(base_config: dict) -> CircuitWeights:
+    """The machine (machine.build) scheduled for the base's layer shapes, as merge input. K is
+    padded so that the merged width is a perfect square; every token's embedding carries the
+    merged width's anchor; the final norm passes only the selection fields (docs/ARCHITECTURE.md
+    §9: the chosen token's logit is their dot product with its embedding)."""
+    sched = schedule(machine.build(), LayerShape.from_config(base_config))
+    d_base = base_config["hidden_size"]
+    k = nx.pad_k(d_base, sched.k_used)
+    names = T.vocabulary()
+    embeddings = embed_all(sched, k, d_base + k, [encoding.features(n) for n in names])
+    final = torch.full((k,), -1.0)  # (1 + w) = 0: silence every dim but the selection fields
+    for f in encoding.FIELDS:
+        if f.selects:
+            for name in f.features():
+                final[sched.dims[name]] = nx.SCALE - 1.0  # (1 + w) undoes the norm's 1/SCALE
+    return CircuitWeights(
+        k_dims=k, layers=_Layers(sched, k), token_names=names, token_embeddings=embeddings,
+        final_norm=final,
+        metadata={"circuit": "gpu", "allocation": sched.allocation_map(),
+                  "banks": {b: list(lh) for b, lh in sched.heads.items()},
+                  "k_used": sched.k_used},
+    )
