@@ -12,6 +12,7 @@ runs launches with the interpreter unavailable).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -88,6 +89,43 @@ class GpuModel:
         bits = (data == nx.VALUE_SCALE).long()
         return [int(sum(int(b) << i for i, b in enumerate(row))) for row in bits]
 
+    def machine_state(self, cache: DynamicCache) -> MachineState:
+        """Registers, predicates, lane pcs and memories read from the banks' heads (one copy
+        each: the model keeps several, written by the same frames)."""
+        from qgpu.circuit.gpu.control import EXITED_BIT, LANE_ROW, TAG
+
+        warps, lanes, regs = limits.MAX_WARPS, limits.WARP_LANES, limits.NUM_REGS
+        registers, rows = {}, {}
+        for lane in range(lanes):
+            rows[lane] = self.bank_rows(cache, f"regs.{lane}", warps * regs, 32)
+            registers |= {(w, lane, r): rows[lane][w * regs + r]
+                          for w in range(warps) for r in range(1, regs)}
+        preds = self.bank_rows(cache, "preds", warps, 4 * lanes)
+        predicates = {(w, lane, p): bool(preds[w] >> (4 * lane + p) & 1)
+                      for w in range(warps) for lane in range(lanes)
+                      for p in range(limits.NUM_PREDS)}
+        pcs = {}
+        for lane in range(lanes):
+            for w, row in enumerate(self.bank_rows(cache, f"lanes.{lane}", warps, LANE_ROW)):
+                pcs[(w, lane)] = (row & ((1 << EXITED_BIT) - 1), bool(row >> EXITED_BIT & 1),
+                                  row >> TAG)
+        mask = (1 << 32) - 1
+        glob = [v & mask for v in self.bank_rows(cache, "gmem", limits.GLOBAL_WORDS, 33)]
+        return MachineState(registers, predicates, pcs, glob,
+                            self.bank_rows(cache, "smem", limits.SHARED_WORDS, 32))
+
+
+@dataclass
+class MachineState:
+    """The machine as the model's recurrent state holds it (host side: decoding only, for
+    views and checks). Rows the launch never wrote read 0; thread blocks do not clear rows."""
+
+    registers: dict[tuple[int, int, int], int]  # (warp, lane, register) -> value, r1..r15
+    predicates: dict[tuple[int, int, int], bool]  # (warp, lane, predicate)
+    lanes: dict[tuple[int, int], tuple[int, bool, int]]  # (warp, lane) -> (block, exited, cta)
+    global_memory: list[int]  # words as stored (unsigned)
+    shared_memory: list[int]
+
 
 def make_launch(prog: Program, grid: tuple[int, int], block: tuple[int, int],
                 place: Placement, dynamic_shared: int = 0) -> T.Launch:
@@ -112,9 +150,12 @@ class ModelRun:
 
 
 def run_launch(gm: GpuModel, launch: T.Launch, *, token_limit: int = DEFAULT_TOKEN_LIMIT,
-               expected: list[str] | None = None) -> ModelRun:
+               expected: list[str] | None = None,
+               on_token: Callable[[int, str, DynamicCache], None] | None = None) -> ModelRun:
     """Prompt the model with a launch and let it generate greedily until END or a fault. With
-    `expected` (the reference stream), stop at the first token that differs and say where."""
+    `expected` (the reference stream), stop at the first token that differs and say where.
+    `on_token(i, token, cache)` runs once the model has read generated token i back (its state
+    then holds everything up to it: ``GpuModel.machine_state`` decodes it, for views)."""
     prompt = T.prompt_tokens(launch)
     cache = DynamicCache(config=gm.model.config)
     logits = gm.logits(cache, [gm.ids[t] for t in prompt])
@@ -136,6 +177,8 @@ def run_launch(gm: GpuModel, launch: T.Launch, *, token_limit: int = DEFAULT_TOK
             raise LaunchError(f"the launch did not end within {token_limit} generated tokens "
                               f"(a loop that never ends?); last block run: {last}")
         logits = gm.logits(cache, [nxt])
+        if on_token is not None:
+            on_token(len(generated) - 1, generated[-1], cache)
     if generated[-1] != T.name("end"):
         kind = T.body(generated[-1]).split(":")[1]
         raise LaunchError(f"the model reported a {kind} fault after {len(generated)} tokens "

@@ -317,7 +317,7 @@ def _allocate(g: Graph, first: dict[str, int], clears: dict[str, tuple[int, int]
         # a rule-written 0/1 feature may also take a freed carrier dim: every reader and clear
         # subtracts the carrier of the dims it uses (word-bank writes and counts do not)
         pools = [carrier] if carrier or f.code == "word" or name in counts else [False, True]
-        pool = sorted((e + (c,) for c in pools for e in free[c]), key=lambda e: (e[2], e[1]))
+        pool = sorted((e + (c,) for c in pools for e in free[c]), key=lambda e: e[1])
         usable = [e for e in pool if e[0] < born(name)][:f.size]
         for e in usable:
             free[e[2]].remove(e[:2])
