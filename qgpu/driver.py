@@ -183,7 +183,6 @@ class Kernel:
         return LaunchResult(self.name, backend, read_back(place, args, ptx_run.memory),
                             dict(ptx_run.stats))
 
-
     def _launch_model(self, grid: tuple[int, int], block: tuple[int, int], args: list[Any],
                       place: Placement, dynamic_shared: int, step_limit: int | None, model: Any,
                       check: bool) -> LaunchResult:

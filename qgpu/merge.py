@@ -130,7 +130,7 @@ def merge(
             anchor = nx.anchor_value(hidden)  # the numerics contract needs D a perfect square
         except ValueError as e:
             raise UsageError(f"d_base {d_base} + K {circuit.k_dims}: {e}") from None
-        _check_circuit(circuit, base.text, anchor)
+        _check_circuit(circuit, anchor)
         token_ids = {name: vocab + i for i, name in enumerate(circuit.token_names)}
         tokenizer = _tokenizer_with(base_dir, token_ids)
         n_circuit, n_base = len(circuit.layers), base.config.num_hidden_layers
@@ -354,7 +354,7 @@ class _Widener:
         return torch.cat([base_dims.float(), circuit_dims.float()]).to(self.dtype)
 
 
-def _check_circuit(circuit: CircuitWeights, text: dict, anchor: float) -> None:
+def _check_circuit(circuit: CircuitWeights, anchor: float) -> None:
     """Fail early, naming the tensor, when the compiler's output breaks the merge contract
     (layers are checked as they are written: ``_layer_tensor``)."""
     k = circuit.k_dims

@@ -95,10 +95,10 @@ class GpuModel:
         from qgpu.circuit.gpu.control import EXITED_BIT, LANE_ROW, TAG
 
         warps, lanes, regs = limits.MAX_WARPS, limits.WARP_LANES, limits.NUM_REGS
-        registers, rows = {}, {}
+        registers = {}
         for lane in range(lanes):
-            rows[lane] = self.bank_rows(cache, f"regs.{lane}", warps * regs, 32)
-            registers |= {(w, lane, r): rows[lane][w * regs + r]
+            rows = self.bank_rows(cache, f"regs.{lane}", warps * regs, 32)
+            registers |= {(w, lane, r): rows[w * regs + r]
                           for w in range(warps) for r in range(1, regs)}
         preds = self.bank_rows(cache, "preds", warps, 4 * lanes)
         predicates = {(w, lane, p): bool(preds[w] >> (4 * lane + p) & 1)

@@ -655,8 +655,8 @@ class HighHalf:
 
 
 CARRY_BLOCK = 4
-"""Low columns per block of the high half's carry: a block's value is at most 2 (2^4 - 1) <=
-numerics.COUNT_MAX."""
+"""Low columns per block of the high half's carry: a block's value (two numbers' digits) is at
+most 2 * (2^4 - 1) = 30 <= numerics.COUNT_MAX."""
 
 
 def mul_columns(g: Graph, name: str, a: str, b: str, x: str, y: str, *,

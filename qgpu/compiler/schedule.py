@@ -109,23 +109,20 @@ def _ranges(ds: list[int]) -> list[list[int]] | list[int]:
 
 
 def schedule(g: Graph, shape: LayerShape) -> Schedule:
-    """Place every node as early as its inputs and the layer sizes allow, then sink each node
-    whose outputs are read later to just before its first reader (so values do not sit in the
-    residual longer than needed), then give features residual dims, reusing the dims of features
-    that are dead (cleared by extra rules)."""
+    """Place every node by list scheduling (``_list_schedule``), then sink each node whose
+    outputs are read later towards its first reader (so values do not sit in the residual longer
+    than needed), then give features residual dims, reusing the dims of features that are dead
+    (cleared by extra rules)."""
     order = node_order(g)
     io = {node: _node_io(g, node, shape) for node in order}
-    # banks nothing in the circuit reads (the host reads them) take the heads left over
+    written = {f for node in order for f in io[node][1]}
+    for name, f in g.features.items():
+        if name not in written and not f.token_input:
+            raise ValueError(f"feature {name} is never written")
+    # ties go to nodes with outputs: banks nothing in the circuit reads take the heads left over
     order = [n for n in order if io[n][1]] + [n for n in order if not io[n][1]]
     used: dict[tuple[str, int], int] = {}  # (kind, sublayer) -> neurons or heads taken
     place = _list_schedule(order, node_deps(g), io, used, shape)
-    ready: dict[str, int] = {n: -1 for n, f in g.features.items() if f.token_input}
-    for node in order:
-        for f in io[node][1]:
-            ready[f] = max(ready.get(f, -1), place[node])
-    for name in g.features:
-        if name not in ready:
-            raise ValueError(f"feature {name} is never written")
     _sink(g, order, io, place, used, shape)
     _selection_last(g, order, io, place, used, shape)
 

@@ -26,12 +26,10 @@ class _Layers(Sequence):
     def __len__(self) -> int:
         return self.sched.layers
 
-    def __getitem__(self, i):  # type: ignore[override]
-        if isinstance(i, slice):
-            return [self[j] for j in range(len(self))[i]]
-        if not -len(self) <= i < len(self):
+    def __getitem__(self, i: int) -> dict[str, torch.Tensor]:  # type: ignore[override]
+        if not 0 <= i < len(self):
             raise IndexError(i)
-        return self._layer(i % len(self))
+        return self._layer(i)
 
 
 def compile_gpu(base_config: dict) -> CircuitWeights:
