@@ -12,10 +12,12 @@ runs launches with the interpreter unavailable).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import torch
 from transformers import AutoModelForCausalLM
 from transformers.cache_utils import DynamicCache
@@ -44,6 +46,8 @@ class GpuModel:
     banks: dict[str, tuple[int, int]]  # bank -> (layer, GDN head)
     dtype: str
     path: Path
+    d_base: int  # circuit dims start here in the merged residual
+    circuit_layers: int  # the merged model's first layers
 
     def __post_init__(self) -> None:
         self.names = {i: n for n, i in self.ids.items()}
@@ -67,7 +71,8 @@ class GpuModel:
         model = AutoModelForCausalLM.from_pretrained(path, dtype=DTYPES[dtype]).eval()
         banks = {b: (int(layer), int(head))
                  for b, (layer, head) in meta["circuit"]["banks"].items()}
-        return cls(model, dict(meta["token_ids"]), banks, dtype, path)
+        return cls(model, dict(meta["token_ids"]), banks, dtype, path,
+                   int(meta["circuit_dims"][0]), int(meta["circuit_layers"][1]))
 
     def logits(self, cache: DynamicCache, ids: list[int]) -> torch.Tensor:
         """Run tokens through the model; the logits over the whole vocabulary after the last."""
@@ -150,17 +155,28 @@ class ModelRun:
 
 
 def run_launch(gm: GpuModel, launch: T.Launch, *, token_limit: int = DEFAULT_TOKEN_LIMIT,
-               expected: list[str] | None = None,
+               expected: list[str] | None = None, layers: LayerCheck | None = None,
                on_token: Callable[[int, str, DynamicCache], None] | None = None) -> ModelRun:
     """Prompt the model with a launch and let it generate greedily until END or a fault. With
-    `expected` (the reference stream), stop at the first token that differs and say where.
-    `on_token(i, token, cache)` runs once the model has read generated token i back (its state
-    then holds everything up to it: ``GpuModel.machine_state`` decodes it, for views)."""
+    `expected` (the reference stream), stop at the first token that differs and say where;
+    with `layers`, also at the first circuit layer whose features differ from the reference
+    semantics. `on_token(i, token, cache)` runs once the model has read generated token i back
+    (its state then holds everything up to it: ``GpuModel.machine_state`` decodes it)."""
     prompt = T.prompt_tokens(launch)
     cache = DynamicCache(config=gm.model.config)
-    logits = gm.logits(cache, [gm.ids[t] for t in prompt])
-    stops = {T.name("end")} | {T.name(f"fault:{f}") for f in T.FAULTS}
     generated: list[str] = []
+
+    def forward(names: list[str]) -> torch.Tensor:
+        if layers is None:
+            return gm.logits(cache, [gm.ids[t] for t in names])
+        with layers.watching(names):
+            logits = gm.logits(cache, [gm.ids[t] for t in names])
+        if layers.first is not None:
+            raise Divergence(len(generated) - 1, generated, layers.report(prompt))
+        return logits
+
+    logits = forward(prompt)
+    stops = {T.name("end")} | {T.name(f"fault:{f}") for f in T.FAULTS}
     while True:
         nxt = int(torch.argmax(logits))
         if nxt not in gm.names:
@@ -169,14 +185,16 @@ def run_launch(gm: GpuModel, launch: T.Launch, *, token_limit: int = DEFAULT_TOK
                               f"{' '.join(T.body(t) for t in generated[-4:])})")
         generated.append(gm.names[nxt])
         if expected is not None and generated[-1] != (expected + [None])[len(generated) - 1]:
-            raise Divergence(len(generated) - 1, generated, expected)
+            note = ("; every circuit layer held the reference semantics' values on the way"
+                    if layers is not None else "")
+            raise Divergence.token(len(generated) - 1, generated, expected, note)
         if generated[-1] in stops:
             break
         if len(generated) >= token_limit:
             last = [e for e in T.decode(generated[:-1]) if e.kind == "exec"][-1:]
             raise LaunchError(f"the launch did not end within {token_limit} generated tokens "
                               f"(a loop that never ends?); last block run: {last}")
-        logits = gm.logits(cache, [nxt])
+        logits = forward([generated[-1]])
         if on_token is not None:
             on_token(len(generated) - 1, generated[-1], cache)
     if generated[-1] != T.name("end"):
@@ -189,22 +207,119 @@ def run_launch(gm: GpuModel, launch: T.Launch, *, token_limit: int = DEFAULT_TOK
 
 
 class Divergence(LaunchError):
-    """The model's stream left the reference stream (--check): where and how."""
+    """The model left the reference (--check): generated token `index` was not the reference
+    machine's, or (with a layer check) a circuit layer went wrong in the pass that read it."""
 
-    def __init__(self, index: int, generated: list[str], expected: list[str]) -> None:
+    def __init__(self, index: int, generated: list[str], message: str) -> None:
+        super().__init__(message)
+        self.index, self.generated = index, generated
+
+    @classmethod
+    def token(cls, index: int, generated: list[str], expected: list[str], note: str = "") \
+            -> Divergence:
         got = T.body(generated[index])
         want = T.body(expected[index]) if index < len(expected) else "(the stream had ended)"
         context = " ".join(T.body(t) for t in generated[max(0, index - 4):index])
-        super().__init__(f"generated token {index} is {got}, the reference machine says {want} "
-                         f"(after: {context})")
-        self.index, self.generated = index, generated
+        return cls(index, generated, f"generated token {index} is {got}, the reference machine "
+                                     f"says {want} (after: {context}){note}")
+
+
+class LayerCheck:
+    """``--check`` inside the model: after every circuit layer, each feature whose writers have
+    all run and whose dims are not cleared yet must hold exactly what the weight-free evaluator
+    (the circuit's reference semantics, qgpu/compiler/evaluate.py) gives on the same tokens.
+    Forward hooks on the circuit layers compare while the model runs; the first (token, layer)
+    that differs is kept, with the features that differ there."""
+
+    def __init__(self, gm: GpuModel) -> None:
+        from qgpu.circuit.gpu import encoding, machine
+        from qgpu.compiler.evaluate import Evaluator
+        from qgpu.compiler.schedule import LayerShape, schedule
+
+        g = machine.build()
+        sched = schedule(g, LayerShape.from_config(gm.model.config.to_dict()))
+        if sched.heads != gm.banks or sched.layers != gm.circuit_layers:
+            raise UsageError(f"{gm.path} was built from another version of the GPU circuit "
+                             "than this qgpu's: rebuild it (python -m qgpu build)")
+        self.gm, self.encode, self.ev = gm, encoding.features, Evaluator(g)
+        self.fed: list[str] = []  # every token the model has read
+        self.first: tuple[int, int, list[str]] | None = None  # (fed index, layer, what differs)
+        done: dict[str, int] = {n: -1 for n, f in g.features.items() if f.token_input}
+        for bank, (layer, _) in sched.heads.items():
+            for r in (r for r in g.reads if r.bank == bank):
+                done[r.out] = max(done.get(r.out, -1), 2 * layer)
+        last = {n: sched.clears[n][0] - 1 if n in sched.clears else sched.layers - 1
+                for n in g.features}
+        for grp, (layer, _) in sched.neurons.items():
+            for f in g.rule_outputs[grp]:
+                done[f] = max(done.get(f, -1), 2 * layer + 1)
+                if g.features[f].alias:  # selection adds onto the token input's dims
+                    target = g.features[f].alias
+                    last[target] = min(last[target], layer - 1)
+        self.plan = []  # per circuit layer: (residual dims, evaluator positions, offsets, names)
+        for layer in range(sched.layers):
+            dims, pos, off, names = [], [], [], []
+            for n, f in g.features.items():
+                if f.alias or not done[n] <= 2 * layer + 1 or layer > last[n]:
+                    continue
+                dims += [gm.d_base + d for d in sched.dims[n]]
+                pos += [self.ev.offset[n] + i for i in range(f.size)]
+                off += [sched.offset(n)] * f.size
+                names += [f"{n}[{i}]" for i in range(f.size)]
+            self.plan.append((torch.tensor(dims), torch.tensor(pos), torch.tensor(off), names))
+        self._refs = torch.zeros(0)
+
+    @contextmanager
+    def watching(self, names: list[str]) -> Iterator[None]:
+        """Hooks on the circuit layers while the model reads `names` (after what it read)."""
+        base = len(self.fed)
+        self._refs = torch.from_numpy(np.stack(
+            [self.ev.step_vector(self.encode(n)).copy() for n in names])).float()
+        self.fed += names
+        layers = self.gm.model.model.layers
+        hooks = [layers[i].register_forward_hook(self._hook(i, base))
+                 for i in range(len(self.plan))]
+        try:
+            yield
+        finally:
+            for h in hooks:
+                h.remove()
+
+    def _hook(self, layer: int, base: int) -> Callable:
+        dims, pos, off, names = self.plan[layer]
+
+        def compare(module: torch.nn.Module, args: tuple, out: torch.Tensor) -> None:
+            got = out[0][:, dims].float() - off
+            want = self._refs[:, pos]
+            bad = (got != want).nonzero()
+            if not len(bad):
+                return
+            t = int(bad[0, 0])
+            if self.first is not None and (self.first[0], self.first[1]) <= (base + t, layer):
+                return
+            cols = bad[bad[:, 0] == t, 1].tolist()
+            self.first = (base + t, layer, [f"{names[c]} holds {got[t, c].item():g}, the "
+                                            f"reference {want[t, c].item():g}" for c in cols])
+        return compare
+
+    def report(self, prompt: list[str]) -> str:
+        """The first divergence in words: the token whose pass went wrong, the layer, and the
+        features that differ there (up to 4)."""
+        at, layer, what = self.first
+        where = f"prompt token {at}" if at < len(prompt) \
+            else f"generated token {at - len(prompt)}"
+        more = f" and {len(what) - 4} more" if len(what) > 4 else ""
+        return (f"in the pass that read {where} ({T.body(self.fed[at])}), circuit layer {layer} "
+                f"left the reference semantics: {'; '.join(what[:4])}{more}")
 
 
 def run_checked(gm: GpuModel, launch: T.Launch, *, dynamic_shared: int = 0,
                 token_limit: int = DEFAULT_TOKEN_LIMIT) -> ModelRun:
     """``--check``: the reference interpreter runs the launch first; the model's run must give
-    its token stream exactly (stopping at the first token that differs) and leave every global
-    word as the machine does. A launch that faults must fault the same way."""
+    its token stream exactly and leave every global word as the machine does (a launch that
+    faults must fault the same way), and every circuit layer must hold the reference
+    semantics' feature values at every token (``LayerCheck``). It stops at the first token or
+    layer that differs and says where."""
     from qgpu.interp import run_program
 
     try:
@@ -217,7 +332,8 @@ def run_checked(gm: GpuModel, launch: T.Launch, *, dynamic_shared: int = 0,
             raise
         expected, want = T.fault_tokens(launch, e), None
     try:
-        run = run_launch(gm, launch, token_limit=token_limit, expected=expected)
+        run = run_launch(gm, launch, token_limit=token_limit, expected=expected,
+                         layers=LayerCheck(gm))
     except Divergence as d:
         return ModelRun(None, len(T.prompt_tokens(launch)), d.generated, False, d.message)
     words = [w for w in range(limits.GLOBAL_WORDS)

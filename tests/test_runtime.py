@@ -19,6 +19,8 @@ from transformers import AutoTokenizer
 
 from qgpu import cli, interp, runtime
 from qgpu import tokens as T
+from qgpu.circuit.gpu import machine
+from qgpu.compiler.schedule import LayerShape, schedule
 from qgpu.driver import SUITE_DIR, compile_file, place_arguments
 from qgpu.merge import read_text_config
 from qgpu.runtime import Divergence, GpuModel, make_launch, run_launch
@@ -183,6 +185,29 @@ def test_check_reports_the_first_diverging_token(gpu) -> None:
     with pytest.raises(Divergence) as err:
         run_launch(gpu, launch, expected=wrong)
     assert err.value.index == i and f"generated token {i} is" in err.value.message
+
+
+def test_check_names_the_first_circuit_layer_that_goes_wrong(gpu) -> None:
+    """A broken weight: the rule group writing ``cur.m`` (the last EXEC's lanes) loses its down
+    projection. ``--check`` stops in the first pass that needs cur.m, at that group's layer,
+    naming the feature — before any token goes wrong."""
+    check = runtime.LayerCheck(gpu)
+    sched = schedule(machine.build(), LayerShape.from_config(gpu.model.config.to_dict()))
+    layer, _ = sched.neurons["cur.m"]
+    rows = [gpu.d_base + d for d in sched.dims["cur.m"]]
+    down = gpu.model.model.layers[layer].mlp.down_proj.weight
+    kept = down[rows].clone()
+    _, _, _, launch = launch_of(KERNEL)
+    try:
+        with torch.no_grad():
+            down[rows] = 0
+        with pytest.raises(Divergence) as err:
+            run_launch(gpu, launch, layers=check)
+    finally:
+        with torch.no_grad():
+            down[rows] = kept
+    assert f"circuit layer {layer} left the reference semantics: cur.m[" in err.value.message
+    assert "in the pass that read generated token 0 (exec:" in err.value.message
 
 
 def test_a_runaway_launch_stops_at_the_token_limit(gpu) -> None:

@@ -104,6 +104,11 @@ class Evaluator:
 
     def step(self, token: Values) -> Values:
         """Evaluate one token given its input features; returns every feature's value."""
+        v = self.step_vector(token)
+        return {name: self._get(v, name) for name in self.g.features}
+
+    def step_vector(self, token: Values) -> np.ndarray:
+        """``step`` without the dict: every feature's value in the flat vector (``offset``)."""
         g = self.g
         v = np.zeros(self.size, dtype=np.int64)
         v[self.one] = 1
@@ -118,7 +123,7 @@ class Evaluator:
             else:
                 self._bank(name, v)
         self.history = (self.history + [v])[-numerics.CONV_REACH:]
-        return {name: self._get(v, name) for name in g.features}
+        return v
 
     def _rules(self, grp: _Group, v: np.ndarray) -> None:
         lit = v[grp.literal_dims]

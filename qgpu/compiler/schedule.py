@@ -45,11 +45,20 @@ class Schedule:
     k_used: int  # residual dims the circuit needs (before padding)
     heads: dict[str, tuple[int, int]]  # bank -> (layer, head)
     neurons: dict[str, tuple[int, int]]  # rule group -> (layer, first neuron)
-    carriers: list[int] = field(default_factory=list)  # dims that hold CARRIER
+    carriers: list[int] = field(default_factory=list)  # dims that hold CARRIER from the embedding
     clears: dict[str, tuple[int, int]] = field(default_factory=dict)  # feature -> (layer, neuron)
+    # cleared feature -> per dim, whether the clear leaves CARRIER (the dim's next holder is a read)
+    clear_to_carrier: dict[str, list[bool]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.read_outputs = frozenset(r.out for r in self.graph.reads)
 
     def dim(self, feature: str, i: int) -> int:
         return self.dims[feature][i]
+
+    def offset(self, feature: str) -> float:
+        """What a feature's dims hold under its value: CARRIER under a memory read, else 0."""
+        return nx.CARRIER if feature in self.read_outputs else 0.0
 
     def live(self, feature: str) -> bool:
         """Whether the feature still holds its value after the last layer."""
@@ -63,7 +72,7 @@ class Schedule:
         for name, ds in sorted(self.dims.items(), key=lambda kv: kv[1][0]):
             f = g.features[name]
             residual.append({"dims": _ranges(ds), "what": name, "code": f.code,
-                             "carrier": ds[0] in self.carriers,
+                             "carrier": name in self.read_outputs,
                              "cleared_in_layer": self.clears[name][0] if name in self.clears
                              else None})
         layers = []
@@ -145,9 +154,11 @@ def schedule(g: Graph, shape: LayerShape) -> Schedule:
     neurons_used = {s // 2: n for s, n in taken.items() if s % 2}
     last = max(ready.values(), default=-1)
     clears = _place_clears(g, shape, ready, readers, neurons_used, last)
-    dims, carriers, k = _allocate(g, first, clears)
+    read_at_birth = {f for f, at in first.items() if at in readers.get(f, [])}
+    dims, carriers, clear_to_carrier, k = _allocate(g, first, clears, read_at_birth)
     layers = max([last] + [2 * L + 1 for L, _ in clears.values()]) // 2 + 1
-    return Schedule(g, shape, max(layers, 1), dims, k, heads, neurons, carriers, clears)
+    return Schedule(g, shape, max(layers, 1), dims, k, heads, neurons, carriers, clears,
+                    clear_to_carrier)
 
 
 def _list_schedule(order: list, deps: dict, io: dict, used: dict,
@@ -292,42 +303,50 @@ def _place_clears(g: Graph, shape: LayerShape, ready: dict[str, int],
     return clears
 
 
-def _allocate(g: Graph, first: dict[str, int], clears: dict[str, tuple[int, int]]) \
-        -> tuple[dict[str, list[int]], list[int], int]:
-    """Residual dims per feature; a dim freed by a clear in sublayer c can hold a feature
-    written after c. Read outputs use carrier dims; counts and words plain dims; other features
-    plain dims or freed carrier dims."""
+def _allocate(g: Graph, first: dict[str, int], clears: dict[str, tuple[int, int]],
+              read_at_birth: set[str]) \
+        -> tuple[dict[str, list[int]], list[int], dict[str, list[bool]], int]:
+    """Residual dims per feature; a dim freed by a clear in MLP sublayer c can hold any feature
+    written after c, or written in c by rules that do not read it there (the clear's neuron
+    and the writers' add up in the same sublayer: the old value goes, the new one comes). A
+    memory read adds to CARRIER, so a read output's dims hold CARRIER before it is written:
+    from the embedding, or from the clear of the dim's previous holder (a clear leaves 0 or
+    CARRIER, whichever the next holder needs)."""
     read_outs = {r.out for r in g.reads}
-    counts = {r.count[0][0] for rules in g.rules.values() for r in rules if r.count is not None}
-    free: dict[bool, list[tuple[int, int]]] = {True: [], False: []}  # carrier? -> (after, dim)
+    free: list[tuple[int, int]] = []  # (freed after sublayer, dim)
     dims: dict[str, list[int]] = {}
+    holder: dict[int, tuple[str, int]] = {}  # dim -> (latest feature on it, its index there)
+    clear_to_carrier = {name: [False] * g.features[name].size for name in clears}
     carriers: list[int] = []
     k = nx.RESERVED_DIMS
+
     def born(n: str) -> int:  # token inputs hold their dims from the embedding on
         return -1 if g.features[n].token_input else first[n]
 
     for name in sorted(g.features, key=lambda n: (born(n), n)):
-        f, carrier = g.features[name], name in read_outs
+        f = g.features[name]
         if f.alias:
             dims[name] = dims[f.alias]
             continue
-        # a rule-written 0/1 feature may also take a freed carrier dim: every reader and clear
-        # subtracts the carrier of the dims it uses (word-bank writes and counts do not)
-        pools = [carrier] if carrier or f.code == "word" or name in counts else [False, True]
-        pool = sorted((e + (c,) for c in pools for e in free[c]), key=lambda e: e[1])
-        usable = [e for e in pool if e[0] < born(name)][:f.size]
+        # born in the clear's own sublayer: its writers must not read it there (it is not 0 yet)
+        latest = born(name) - (name in read_at_birth)
+        usable = sorted((e for e in free if e[0] <= latest), key=lambda e: e[1])[:f.size]
         for e in usable:
-            free[e[2]].remove(e[:2])
-        got = [d for _, d, _ in usable] + list(range(k, k + f.size - len(usable)))
+            free.remove(e)
+        got = [d for _, d in usable] + list(range(k, k + f.size - len(usable)))
         k += f.size - len(usable)
         dims[name] = got
-        if carrier:
-            carriers += [d for d in got if d not in carriers]
+        for i, d in enumerate(got):
+            if d in holder:
+                prev, j = holder[d]
+                clear_to_carrier[prev][j] = name in read_outs
+            elif name in read_outs:
+                carriers.append(d)
+            holder[d] = (name, i)
         if name in clears:
             layer, _ = clears[name]
-            for d in got:
-                free[d in carriers].append((2 * layer + 1, d))
-    return dims, sorted(carriers), k
+            free += [(2 * layer + 1, d) for d in got]
+    return dims, sorted(carriers), clear_to_carrier, k
 
 
 def emit(sched: Schedule, k_dims: int) -> list[dict[str, torch.Tensor]]:
@@ -341,7 +360,6 @@ def emit_layer(sched: Schedule, k_dims: int, layer: int) -> dict[str, torch.Tens
     H, dh, inter = shape.gdn_heads, shape.head_dim, shape.intermediate
     if k_dims < sched.k_used:
         raise ValueError(f"k_dims {k_dims} < {sched.k_used} needed")
-    carriers = set(sched.carriers)
     t = {
         "linear_attn.in_proj_qkv.weight": torch.zeros(3 * H * dh, k_dims),
         "linear_attn.in_proj_z.weight": torch.zeros(H * dh, k_dims),
@@ -365,13 +383,13 @@ def emit_layer(sched: Schedule, k_dims: int, layer: int) -> dict[str, torch.Tens
             continue
         t["linear_attn.in_proj_b.weight"][h, nx.UNIT_DIM] = nx.BETA_LOGIT * nx.SCALE
         for w in (w for w in g.writes if w.bank == bank and w.enable is not None):
-            _emit_enable(sched, w.enable, t["linear_attn.in_proj_b.weight"][h], carriers)
+            _emit_enable(sched, w.enable, t["linear_attn.in_proj_b.weight"][h])
         bits = g.banks[bank].code == "bits"
         v0 = 2 * H * dh + h * dh  # this head's first value channel
         for w in (w for w in g.writes if w.bank == bank):
-            _emit_address(sched, w.addr, g.banks[bank].rows, qkv[H * dh + h * dh:], carriers)
+            _emit_address(sched, w.addr, g.banks[bank].rows, qkv[H * dh + h * dh:])
             if bits:
-                _emit_bits_write(sched, w, qkv, t["linear_attn.conv1d.weight"], v0, carriers)
+                _emit_bits_write(sched, w, qkv, t["linear_attn.conv1d.weight"], v0)
                 continue
             value = w.parts[0].feature
             width = g.features[value].size
@@ -380,7 +398,7 @@ def emit_layer(sched: Schedule, k_dims: int, layer: int) -> dict[str, torch.Tens
             for j in range(width, dh, 4):  # digits the feature does not carry store 0
                 qkv[v0 + j, nx.UNIT_DIM] = nx.VALUE_SCALE * nx.SCALE
         for rd in (r for r in g.reads if r.bank == bank):
-            _emit_address(sched, rd.addr, g.banks[bank].rows, qkv[h * dh:], carriers)
+            _emit_address(sched, rd.addr, g.banks[bank].rows, qkv[h * dh:])
             z[h * dh:(h + 1) * dh, nx.UNIT_DIM] = nx.Z_GATE * nx.SCALE
             first = nx.ROW_ANCHORS if bits else 0
             norm = nx.bits_read_norm(dh) if bits else nx.READ_NORM
@@ -392,12 +410,12 @@ def emit_layer(sched: Schedule, k_dims: int, layer: int) -> dict[str, torch.Tens
     groups = [(g.rules[name], n0) for name, (L, n0) in sched.neurons.items() if L == layer]
     for f, (L, n0) in sched.clears.items():
         if L == layer:
-            _emit_clear(sched, f, n0, gate, up, down, carriers)
+            _emit_clear(sched, f, n0, gate, up, down)
     for rules, n0 in groups:
         j = n0
         for rule in rules:
             if rule.count is not None:
-                _emit_count_rule(sched, rule, j, gate, up, down, carriers)
+                _emit_count_rule(sched, rule, j, gate, up, down)
                 j += 2
                 continue
             bias = 0.0
@@ -407,8 +425,7 @@ def emit_layer(sched: Schedule, k_dims: int, layer: int) -> dict[str, torch.Tens
                 gate[j, d] += sign * nx.GATE_STEP * nx.SCALE
                 if want:
                     bias -= nx.GATE_STEP
-                if d in carriers:
-                    bias -= sign * nx.GATE_STEP * nx.CARRIER
+                bias -= sign * nx.GATE_STEP * sched.offset(f)
             _put_bias(gate[j], bias, nx.GATE_ON)
             up[j, nx.UNIT_DIM] = nx.SCALE
             for (f, i), delta in rule.deltas:
@@ -420,8 +437,7 @@ def emit_layer(sched: Schedule, k_dims: int, layer: int) -> dict[str, torch.Tens
     return t
 
 
-def _emit_address(sched: Schedule, addr: Addr, rows: int, proj: torch.Tensor,
-                  carriers: set[int]) -> None:
+def _emit_address(sched: Schedule, addr: Addr, rows: int, proj: torch.Tensor) -> None:
     """Key or query rows 0..rows-1 of a head (`proj` starts at its row 0): a one-hot feature's
     dim r, or an Address decoded as KEY_SCALE * (enable - hamming distance to r)."""
     unit = nx.KEY_SCALE * nx.SCALE
@@ -437,19 +453,20 @@ def _emit_address(sched: Schedule, addr: Addr, rows: int, proj: torch.Tensor,
         for (f, i), sign in signed:
             d = sched.dim(f, i)
             proj[r, d] += sign * unit
-            if d in carriers:
-                bias -= sign * nx.CARRIER
+            bias -= sign * sched.offset(f)
         proj[r, nx.UNIT_DIM] += bias * unit
 
 
 def _emit_clear(sched: Schedule, feature: str, n0: int, gate: torch.Tensor, up: torch.Tensor,
-                down: torch.Tensor, carriers: set[int]) -> None:
+                down: torch.Tensor) -> None:
     """Subtract a dead feature from its dims: one always-on neuron per dim whose up projection
-    is the dim's value (minus its carrier), so it clears any small integer, counts included."""
-    for j, d in enumerate(sched.dims[feature], start=n0):
+    is the dim's value minus what the dim's next holder needs under it (CARRIER or 0), so it
+    clears any small integer, counts included, and leaves that."""
+    to_carrier = sched.clear_to_carrier[feature]
+    for j, (i, d) in enumerate(enumerate(sched.dims[feature]), start=n0):
         gate[j, nx.ON_DIM] = nx.GATE_ON * nx.SCALE
         up[j, d] = nx.SCALE
-        if d in carriers:
+        if to_carrier[i]:
             up[j, nx.UNIT_DIM] = -nx.CARRIER * nx.SCALE
         down[d, j] = -1.0 / nx.GATE_ON
 
@@ -468,18 +485,18 @@ def _put_bias(gate_row: torch.Tensor, unit: float, on: float) -> None:
 
 
 def _emit_count_rule(sched: Schedule, rule: Rule, j: int, gate: torch.Tensor, up: torch.Tensor,
-                     down: torch.Tensor, carriers: set[int]) -> None:
+                     down: torch.Tensor) -> None:
     """A step "count >= k and literals": neurons j and j+1 (numerics.py, Counts)."""
     (f, i), k = rule.count
     c = sched.dim(f, i)
-    if c in carriers:
+    if f in sched.read_outputs:
         raise ValueError(f"count dim {f}[{i}] is a memory read; counts are rule outputs")
     lits = 0.0
     for (lf, li), want in rule.literals:
         d = sched.dim(lf, li)
         sign = 1.0 if want else -1.0
         gate[j:j + 2, d] += sign * nx.COUNT_LITERAL * nx.SCALE
-        lits -= nx.COUNT_LITERAL * (want + (sign * nx.CARRIER if d in carriers else 0.0))
+        lits -= nx.COUNT_LITERAL * (want + sign * sched.offset(lf))
     for n, offset in ((j, 1 - k), (j + 1, -k)):
         gate[n, c] += nx.GATE_STEP * nx.SCALE
         _put_bias(gate[n], lits, nx.GATE_STEP * offset)
@@ -489,16 +506,16 @@ def _emit_count_rule(sched: Schedule, rule: Rule, j: int, gate: torch.Tensor, up
         down[sched.dim(df, di), j + 1] -= delta / nx.GATE_STEP
 
 
-def _emit_enable(sched: Schedule, enable, b_row: torch.Tensor, carriers: set[int]) -> None:
+def _emit_enable(sched: Schedule, enable, b_row: torch.Tensor) -> None:
     """beta logit BETA_OFF + (BETA_LOGIT - BETA_OFF) * enable: exactly 0 or 1 after sigmoid."""
     d = sched.dim(*enable)
     step = nx.BETA_LOGIT - nx.BETA_OFF
-    b_row[nx.UNIT_DIM] = (nx.BETA_OFF - (step * nx.CARRIER if d in carriers else 0.0)) * nx.SCALE
+    b_row[nx.UNIT_DIM] = (nx.BETA_OFF - step * sched.offset(enable[0])) * nx.SCALE
     b_row[d] = step * nx.SCALE
 
 
-def _emit_bits_write(sched: Schedule, w, qkv: torch.Tensor, conv: torch.Tensor, v0: int,
-                     carriers: set[int]) -> None:
+def _emit_bits_write(sched: Schedule, w, qkv: torch.Tensor, conv: torch.Tensor, v0: int) \
+        -> None:
     """Value channels of a bits-bank write: anchors from the unit dim, each part's bits from
     its feature, through the conv1d tap of the token it comes from."""
     for a in range(nx.ROW_ANCHORS):
@@ -507,8 +524,8 @@ def _emit_bits_write(sched: Schedule, w, qkv: torch.Tensor, conv: torch.Tensor, 
         for j in range(sched.graph.features[p.feature].size):
             ch, d = v0 + nx.ROW_ANCHORS + p.offset + j, sched.dim(p.feature, j)
             qkv[ch, d] = nx.VALUE_SCALE * nx.SCALE
-            if d in carriers:  # a memory read of this token: remove its carrier
-                qkv[ch, nx.UNIT_DIM] -= nx.VALUE_SCALE * nx.CARRIER * nx.SCALE
+            # a memory read of this token: remove its carrier
+            qkv[ch, nx.UNIT_DIM] -= nx.VALUE_SCALE * sched.offset(p.feature) * nx.SCALE
             conv[ch, 0, :] = 0.0
             conv[ch, 0, 3 - p.tap] = 1.0
 
@@ -539,12 +556,10 @@ def embed_all(sched: Schedule, k_dims: int, hidden: int,
 def decode(sched: Schedule, residual: torch.Tensor) -> dict[str, list[float]]:
     """Values of the features still live after the last layer, read back from a circuit-local
     residual vector (carriers removed)."""
-    carriers = set(sched.carriers)
     out = {}
     for name in sched.graph.features:
         if sched.live(name):
-            out[name] = [float(residual[d]) - (nx.CARRIER if d in carriers else 0.0)
-                         for d in sched.dims[name]]
+            out[name] = [float(residual[d]) - sched.offset(name) for d in sched.dims[name]]
     return out
 
 

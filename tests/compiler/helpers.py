@@ -33,8 +33,5 @@ def word(value: int | None, digits: int = nx.ROW_DIGITS) -> list[int]:
 def live_values(sched: Schedule, residual: torch.Tensor) -> dict[str, torch.Tensor]:
     """Every feature still live after the last layer, read from residual rows ([S, K]) as
     [S, size] (carriers removed): ``schedule.decode`` for many rows at once."""
-    carrier = torch.zeros(residual.shape[-1])
-    carrier[sched.carriers] = nx.CARRIER
-    values = residual - carrier
-    return {name: values[:, sched.dims[name]] for name in sched.graph.features
-            if sched.live(name)}
+    return {name: residual[:, sched.dims[name]] - sched.offset(name)
+            for name in sched.graph.features if sched.live(name)}
