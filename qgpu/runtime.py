@@ -236,8 +236,8 @@ class LayerCheck:
         from qgpu.compiler.evaluate import Evaluator
         from qgpu.compiler.schedule import LayerShape, schedule
 
-        g = machine.build()
-        sched = schedule(g, LayerShape.from_config(gm.model.config.to_dict()))
+        sched = schedule(machine.build(), LayerShape.from_config(gm.model.config.to_dict()))
+        g = sched.graph  # the graph the build compiled (packing.py rewrites the machine's)
         if sched.heads != gm.banks or sched.layers != gm.circuit_layers:
             raise UsageError(f"{gm.path} was built from another version of the GPU circuit "
                              "than this qgpu's: rebuild it (python -m qgpu build)")

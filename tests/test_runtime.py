@@ -32,7 +32,7 @@ KERNEL = "copy"  # three thread blocks, divergence at the bounds check, indexed 
 @pytest.fixture(scope="module")
 def build_dir(tmp_path_factory) -> Path:
     """``python -m qgpu build --base tiny`` in its own process (its memory goes with it); the
-    20 GB it writes are removed when the module is done."""
+    15 GB it writes are removed when the module is done."""
     out = tmp_path_factory.mktemp("gpu")
     subprocess.run([sys.executable, "-m", "qgpu", "build", "--base", "tiny", "--out", str(out),
                     "--dtype", "float32", "--cache-dir", str(out / "cache")], check=True)

@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from math import comb
 
+from qgpu.compiler import numerics as nx
 from qgpu.compiler.graph import Dim, Feature, Graph, Literal_, Rule, copy_bits, lookup
 
 __all__ = [
@@ -36,7 +37,7 @@ __all__ = [
     "bitwise", "choose", "clear", "compare", "copy", "copy_bits", "equals", "increment",
     "increment_word", "lookup", "mux", "negate", "onehot_to_bits", "onehot_to_word", "or_gate",
     "shift", "sub_bits", "threshold", "threshold_cost", "word_to_bits", "word_to_onehot",
-    "mul_bits", "mul_columns", "HighHalf",
+    "mul_bits", "mul_columns", "HighHalf", "pack", "unpack",
 ]
 
 When = tuple[Literal_, ...]
@@ -612,6 +613,31 @@ def _step_digits(count: str, k: int, top: int, digits: Callable[[int], list[tupl
         if deltas:
             rules.append(Rule(lits, deltas, f"{count}[{k}]>={m}", count=((count, k), m)))
     return rules
+
+
+def pack(g: Graph, name: str, a: str, out: str, *, digit_bits: int = 4) -> None:
+    """out (one count dim per `digit_bits` bits of a) += the value of those bits: a wide
+    feature held in few dims while it waits for a late reader (``unpack`` gives the bits back).
+    Exact: a 0/1, out 0; 2**digit_bits - 1 <= COUNT_MAX. Cost: n neurons, 1 layer."""
+    n = _feature(g, a).size
+    if _feature(g, out).size != -(-n // digit_bits) or (1 << digit_bits) - 1 > nx.COUNT_MAX:
+        raise ValueError(f"pack {name}: {out} needs one dim per {digit_bits} bits of {a}")
+    g.rule_group(name, [Rule((((a, i), 1),), (((out, i // digit_bits), 1 << i % digit_bits),))
+                        for i in range(n)])
+
+
+def unpack(g: Graph, name: str, packed: str, out: str, *, digit_bits: int = 4) -> None:
+    """out (bits) += the bits of every digit of `packed` (``pack``'s output): count steps.
+    Exact: each digit below 2**digit_bits; out 0. Cost: 2 (2**digit_bits - 1) neurons per
+    digit, 1 layer."""
+    n = _feature(g, out).size
+    rules = []
+    for k in range(_feature(g, packed).size):
+        bits = range(k * digit_bits, min(n, (k + 1) * digit_bits))
+        rules += _step_digits(packed, k, (1 << len(bits)) - 1,
+                              lambda v, bits=bits: [((out, i), 1) for j, i in enumerate(bits)
+                                                    if v >> j & 1])
+    g.rule_group(name, rules)
 
 
 def popcount(g: Graph, name: str, a: str, out: str, *, when: When = ()) -> None:

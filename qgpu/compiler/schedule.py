@@ -18,6 +18,7 @@ import torch
 from qgpu.compiler import numerics as nx
 from qgpu.compiler.evaluate import node_deps, node_order
 from qgpu.compiler.graph import Addr, Graph, Rule, addr_features
+from qgpu.compiler.packing import PACK_ROUNDS, pack_idle
 
 
 @dataclass(frozen=True)
@@ -117,11 +118,28 @@ def _ranges(ds: list[int]) -> list[list[int]] | list[int]:
     return runs[0] if len(runs) == 1 else runs
 
 
-def schedule(g: Graph, shape: LayerShape) -> Schedule:
+def schedule(g: Graph, shape: LayerShape, *, pack: bool = True) -> Schedule:
     """Place every node by list scheduling (``_list_schedule``), then sink each node whose
     outputs are read later towards its first reader (so values do not sit in the residual longer
     than needed), then give features residual dims, reusing the dims of features that are dead
-    (cleared by extra rules)."""
+    (cleared by extra rules). With `pack`, features that wait long between reads are then held
+    packed (packing.py), round after round while that needs fewer dims in no more layers: the
+    schedule's graph is then the rewritten one (``Schedule.graph``)."""
+    sched = _schedule(g, shape)
+    for _ in range(PACK_ROUNDS if pack else 0):  # a round's packing shifts the schedule: again
+        place = {("rules", n): 2 * L + 1 for n, (L, _) in sched.neurons.items()}
+        place |= {("bank", b): 2 * L for b, (L, _) in sched.heads.items()}
+        packed = pack_idle(sched.graph, place)
+        if packed is None:
+            break
+        better = _schedule(packed, shape)
+        if better.k_used >= sched.k_used or better.layers > sched.layers:
+            break
+        sched = better
+    return sched
+
+
+def _schedule(g: Graph, shape: LayerShape) -> Schedule:
     order = node_order(g)
     io = {node: _node_io(g, node, shape) for node in order}
     written = {f for node in order for f in io[node][1]}
