@@ -14,13 +14,14 @@ from qgpu.isa import (
     Instr,
     Op,
     Space,
+    SReg,
     Term,
     TermKind,
     guard_code,
     slot_allows,
     unit_of,
 )
-from qgpu.lower.layout import must_follow, pack_slots
+from qgpu.lower.layout import hoist_into_branches, must_follow, pack_slots
 
 LD_G = Instr(Op.LD, 1, 2, mod=Space.GLOBAL)
 
@@ -98,3 +99,43 @@ def test_an_atomics_result_is_read_in_a_later_block() -> None:
     atom = Instr(Op.ATOMG, 4, 1, 2, mod=Atom.ADD)
     use, other = Instr(Op.ADD, 6, 4, 4), Instr(Op.ADD, 7, 3, 3)
     assert pack_slots([atom, use, other]) == [[atom, other], [use]]
+
+
+def _guard_then(moved: tuple[Instr, ...], loop: bool = False) -> list[Block]:
+    """B0: p0 = r1 < r2, branch to B1 (then B2) or B3; B1 holds `moved`; B2 stores r3 (reading
+    what B1 wrote); with `loop`, B2 branches back to B0."""
+    tail = Term(TermKind.BRA, 0, 3, pred=0) if loop else Term(TermKind.JMP, 3)
+    return [
+        Block((Instr(Op.SETP, 0, 1, 2, mod=Cmp.LT),), Term(TermKind.BRA, 1, 3, pred=0)),
+        Block(moved, Term(TermKind.JMP, 2)),
+        Block((Instr(Op.ST, 0, 4, 3, mod=Space.GLOBAL),), tail),
+        Block((), Term(TermKind.EXIT)),
+    ]
+
+
+NTID = Instr(Op.S2R, 3, mod=SReg.NTID_X)
+
+
+def test_a_uniform_block_goes_up_into_the_branch_before_it() -> None:
+    """dot's `s2r ntid` block: one ROM block (one EXEC token) less on the path through it."""
+    out = hoist_into_branches(_guard_then((NTID,)))
+    assert len(out) == 3 and NTID in out[0].instrs
+    assert out[0].term == Term(TermKind.BRA, 1, 2, pred=0) and out[1].term.target == 2
+
+
+@pytest.mark.parametrize("moved,loop", [
+    ((Instr(Op.S2R, 3, mod=SReg.TID_X),), False),  # differs per lane: more write-back frames
+    ((Instr(Op.LD, 3, 5, mod=Space.GLOBAL),), False),  # a load may fault
+    ((NTID,), True),  # the branch runs every iteration, the block perhaps never
+    ((NTID, Instr(Op.S2R, 5, mod=SReg.CTAID_X), Instr(Op.S2R, 6, mod=SReg.NCTAID_X),
+      Instr(Op.S2R, 7, mod=SReg.NTID_Y)), False),  # does not fit the branch's ROM block
+])
+def test_blocks_that_stay(moved: tuple[Instr, ...], loop: bool) -> None:
+    blocks = _guard_then(moved, loop)
+    assert hoist_into_branches(blocks) == blocks
+
+
+def test_a_write_the_other_path_reads_stays() -> None:
+    blocks = _guard_then((NTID,))
+    blocks[3] = Block((Instr(Op.ST, 0, 4, 3, mod=Space.GLOBAL),), Term(TermKind.EXIT))
+    assert hoist_into_branches(blocks) == blocks

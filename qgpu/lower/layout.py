@@ -17,6 +17,7 @@ from qgpu.isa import (
     Instr,
     Op,
     Space,
+    SReg,
     Term,
     TermKind,
     accesses_memory,
@@ -157,7 +158,101 @@ def layout(fn: IRFunction, alloc: Allocation) -> tuple[Block, ...]:
             else:
                 term = _machine_term(blk.term, first, alloc)
             out.append(Block(tuple(chunk), term))
-    return tuple(out)
+    return tuple(hoist_into_branches(out))
+
+
+def _uniform(ins: Instr) -> bool:
+    """Writes the same value on every lane, with no memory access and no fault: a special
+    register other than the thread index, or a parameter word. Run on more lanes, such a
+    write still goes back as one ``all`` frame."""
+    return not ins.guard and (ins.op == Op.S2R and ins.mod not in (SReg.TID_X, SReg.TID_Y)
+                              or ins.op == Op.LD and ins.mod & 3 == Space.PARAM)
+
+
+def _in_cycle(blocks: list[Block], start: int) -> bool:
+    seen, todo = set(), list(blocks[start].term.successors())
+    while todo:
+        b = todo.pop()
+        if b == start:
+            return True
+        if b not in seen:
+            seen.add(b)
+            todo += blocks[b].term.successors()
+    return False
+
+
+def hoist_into_branches(blocks: list[Block]) -> list[Block]:
+    """Move a block into the branch before it when only that branch reaches it, it only jumps
+    on, its instructions write lane-uniform values without touching memory (``_uniform``), the
+    branch is in no loop and both fit one ROM block: the path through it runs one block (one
+    EXEC token) less, and the write-back costs the same (one ``all`` frame per value). The
+    other path now runs those instructions too, so none of their writes may be live on entry to
+    the other successor, nor the branch's predicate; the two paths keep their order in the ROM
+    (lowest block first), so the machine interleaves them as before."""
+    while True:
+        live_in = [liveness(_Blocks(blocks), f, d, t)[0] for f, d, t in (
+            (lambda i: i.reads(), Instr.writes_reg, lambda t: []),
+            (Instr.pred_reads, Instr.writes_pred,
+             lambda t: [t.pred] if t.kind == TermKind.BRA else []))]
+        preds = [0] * len(blocks)
+        for blk in blocks:
+            for s in set(blk.term.successors()):
+                preds[s] += 1
+        for p, blk in enumerate(blocks):
+            t = blk.term
+            if t.kind != TermKind.BRA:
+                continue
+            for s, other in ((t.target, t.other), (t.other, t.target)):
+                hoisted = _hoist(blocks, p, s, other, preds, live_in)
+                if hoisted is not None:
+                    blocks = hoisted
+                    break
+            else:
+                continue
+            break
+        else:
+            return blocks
+
+
+def _hoist(blocks: list[Block], p: int, s: int, other: int, preds: list[int],
+           live_in: list[list[set[int]]]) -> list[Block] | None:
+    """`blocks` with block s moved into branch block p (hoist_into_branches), or None."""
+    blk, moved = blocks[p], blocks[s]
+    nxt = moved.term.target
+    if s in (0, p, other) or preds[s] != 1 or moved.term.kind != TermKind.JMP or nxt == s \
+            or (nxt < other) != (s < other) or not all(_uniform(i) for i in moved.instrs) \
+            or _in_cycle(blocks, p):
+        return None
+    regs = {i.writes_reg() for i in moved.instrs} - {None, 0}
+    flags = {i.writes_pred() for i in moved.instrs} - {None}
+    if regs & live_in[0][other] or flags & live_in[1][other] or blk.term.pred in flags:
+        return None
+    chunks = pack_slots([i for i in blk.instrs + moved.instrs if i != NOP])
+    if len(chunks) != 1:
+        return None
+    t = blk.term
+    term = Term(t.kind, nxt if t.target == s else t.target, nxt if t.other == s else t.other,
+                t.pred, t.negated)
+
+    def index(b: int) -> int:
+        return b - (b > s)
+
+    out = []
+    for b, old in enumerate(blocks):
+        if b == s:
+            continue
+        o = term if b == p else old.term
+        instrs = tuple(chunks[0]) if b == p else old.instrs
+        out.append(Block(instrs, Term(o.kind, index(o.target), index(o.other), o.pred,
+                                      o.negated)))
+    return out
+
+
+class _Blocks:
+    """A block list as ``liveness`` takes it."""
+
+    def __init__(self, blocks: list[Block]) -> None:
+        self.blocks = blocks
 
 
 def pack_slots(instrs: list[Instr]) -> list[list[Instr]]:
