@@ -57,7 +57,6 @@ from qgpu.compiler.schedule import Schedule, embed  # noqa: E402
 from qgpu.driver import compile_file, place_arguments  # noqa: E402
 from qgpu.interp import run_program  # noqa: E402
 from qgpu.merge import merge, read_text_config  # noqa: E402
-from qgpu.runtime import make_launch  # noqa: E402
 
 WORK = ROOT / "build" / "bench" / "model_speed"
 TEXT_PROMPT = "The quick brown fox jumps over the lazy dog, and then it"
@@ -261,8 +260,8 @@ def dot_launch() -> tuple[list[str], list[str]]:
     the reference machine says the model generates."""
     kernel = compile_file(ROOT / "kernels" / "dot.cu").kernel("dot")
     args = [[1, 2, 3], [4, 5, 6], {"zeros": 1}, 3]
-    launch = make_launch(kernel.program, (1, 1), (4, 1),
-                         place_arguments(kernel.ptx.params, args))
+    launch = T.Launch.checked(kernel.program, (1, 1), (4, 1),
+                              place_arguments(kernel.ptx.params, args))
     run = run_program(launch.program, grid=launch.grid, block=launch.block,
                       params=launch.params, memory=launch.memory, allocations=launch.allocations)
     return T.prompt_tokens(launch), T.expected_tokens(launch, run.trace)

@@ -186,12 +186,13 @@ class Kernel:
     def _launch_model(self, grid: tuple[int, int], block: tuple[int, int], args: list[Any],
                       place: Placement, dynamic_shared: int, step_limit: int | None, model: Any,
                       check: bool) -> LaunchResult:
-        from qgpu.runtime import DEFAULT_TOKEN_LIMIT, make_launch, run_checked, run_launch
+        from qgpu.runtime import DEFAULT_TOKEN_LIMIT, run_checked, run_launch
+        from qgpu.tokens import Launch
 
         if model is None:
             raise UsageError("the model backend needs a merged model (--model BUILD_DIR)")
         prog = self.program
-        launch = make_launch(prog, grid, block, place, dynamic_shared)
+        launch = Launch.checked(prog, grid, block, place, dynamic_shared)
         limit = step_limit or DEFAULT_TOKEN_LIMIT
         run = run_checked(model, launch, dynamic_shared=dynamic_shared, token_limit=limit) \
             if check else run_launch(model, launch, token_limit=limit)

@@ -26,10 +26,7 @@ from qgpu import limits
 from qgpu import tokens as T
 from qgpu.compiler import numerics as nx
 from qgpu.compiler.circuit_model import DTYPES
-from qgpu.driver import Placement
 from qgpu.errors import LaunchError, UsageError
-from qgpu.interp import check_launch
-from qgpu.isa import Program
 from qgpu.merge import METADATA_FILE
 
 DEFAULT_TOKEN_LIMIT = 200_000
@@ -130,15 +127,6 @@ class MachineState:
     lanes: dict[tuple[int, int], tuple[int, bool, int]]  # (warp, lane) -> (block, exited, cta)
     global_memory: list[int]  # words as stored (unsigned)
     shared_memory: list[int]
-
-
-def make_launch(prog: Program, grid: tuple[int, int], block: tuple[int, int],
-                place: Placement, dynamic_shared: int = 0) -> T.Launch:
-    """A launch of a lowered program with placed arguments, checked as every backend checks
-    it (interp.check_launch)."""
-    shared = check_launch(prog, grid, block, place.params, place.memory, dynamic_shared)
-    return T.Launch(prog, grid, block, place.params, place.memory, place.allocations,
-                    shared // 4)
 
 
 @dataclass

@@ -82,10 +82,8 @@ def check_kernel(k: SuiteKernel, seed: int, module: CompiledModule | None = None
 
 def token_counts(k: SuiteKernel, kernel, args: list[Any], trace: list) -> dict[str, int]:
     """Prompt and generated tokens of the launch in the model's protocol (qgpu/tokens.py)."""
-    prog = kernel.program
     place = place_arguments(kernel.ptx.params, args)
-    launch = tokens.Launch(prog, k.grid, k.block, place.params, place.memory, place.allocations,
-                           prog.shared_bytes(k.dynamic_shared) // 4)
+    launch = tokens.Launch.checked(kernel.program, k.grid, k.block, place, k.dynamic_shared)
     return {"prompt_tokens": len(tokens.prompt_tokens(launch)),
             "generated_tokens": len(tokens.expected_tokens(launch, trace))}
 
@@ -120,7 +118,7 @@ def print_model_report(names: list[str], build: str, dtype: str | None = None,
     reference machine's stream; one line per kernel (prompt and generated tokens, exact or the
     first diverging token, seconds); exit status 1 unless every launch is exact and its results
     equal the intent model."""
-    from qgpu.runtime import GpuModel, make_launch, run_checked
+    from qgpu.runtime import GpuModel, run_checked
 
     kernels = [by_name(n) for n in names] if names else list(SUITE)
     t0 = time.perf_counter()
@@ -132,7 +130,8 @@ def print_model_report(names: list[str], build: str, dtype: str | None = None,
         kernel = suite_module(k).kernel(k.name)
         args = make_args(k, 0)
         place = place_arguments(kernel.ptx.params, args)
-        launch = make_launch(kernel.program, k.grid, k.block, place, k.dynamic_shared)
+        launch = tokens.Launch.checked(kernel.program, k.grid, k.block, place,
+                                       k.dynamic_shared)
         t = time.perf_counter()
         try:
             run = run_checked(gpu, launch, dynamic_shared=k.dynamic_shared)

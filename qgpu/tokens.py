@@ -49,10 +49,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Protocol
 
 from qgpu import limits, rom
 from qgpu.errors import LaunchError, UsageError
-from qgpu.interp import EXITED, MASK32, TraceRecord
+from qgpu.interp import EXITED, MASK32, TraceRecord, check_launch
 from qgpu.isa import ATOMIC_OPS, Block, Program, Term, TermKind
 
 PREFIX = "<|gpu:"
@@ -166,6 +167,23 @@ class Launch:
     memory: list[int]  # initial global memory, GLOBAL_WORDS words
     allocations: list[tuple[int, int]]  # (byte address, bytes) of every argument array
     shared_words: int
+
+    @classmethod
+    def checked(cls, program: Program, grid: tuple[int, int], block: tuple[int, int],
+                place: Placed, dynamic_shared: int = 0) -> Launch:
+        """A launch of a lowered program with placed arguments (driver.place_arguments),
+        checked as every backend checks it (interp.check_launch)."""
+        shared = check_launch(program, grid, block, place.params, place.memory, dynamic_shared)
+        return cls(program, grid, block, place.params, place.memory, place.allocations,
+                   shared // 4)
+
+
+class Placed(Protocol):
+    """Arguments placed in memory (driver.Placement)."""
+
+    params: list[int]
+    memory: list[int]
+    allocations: list[tuple[int, int]]
 
 
 def allocated_words(allocations: Iterable[tuple[int, int]]) -> list[int]:

@@ -23,7 +23,7 @@ from qgpu.circuit.gpu import machine
 from qgpu.compiler.schedule import LayerShape, schedule
 from qgpu.driver import SUITE_DIR, compile_file, place_arguments
 from qgpu.merge import read_text_config
-from qgpu.runtime import Divergence, GpuModel, make_launch, run_launch
+from qgpu.runtime import Divergence, GpuModel, run_launch
 from qgpu.suite import by_name, make_args, print_model_report, suite_module
 
 KERNEL = "copy"  # three thread blocks, divergence at the bounds check, indexed loads and stores
@@ -50,7 +50,8 @@ def launch_of(name: str, seed: int = 0):
     kernel = suite_module(k).kernel(name)
     args = make_args(k, seed)
     place = place_arguments(kernel.ptx.params, args)
-    return k, kernel, args, make_launch(kernel.program, k.grid, k.block, place, k.dynamic_shared)
+    return k, kernel, args, T.Launch.checked(kernel.program, k.grid, k.block, place,
+                                                k.dynamic_shared)
 
 
 def test_the_model_runs_a_launch_with_no_interpreter(gpu, monkeypatch) -> None:

@@ -63,7 +63,7 @@ def dot_launch(a: list[int], b: list[int]):
     place = place_arguments(kernel.ptx.params, args)
     run = run_program(prog, grid=(1, 1), block=(4, 1), params=place.params,
                       memory=place.memory, allocations=place.allocations)
-    launch = T.Launch(prog, (1, 1), (4, 1), place.params, place.memory, place.allocations, 0)
+    launch = T.Launch.checked(prog, (1, 1), (4, 1), place)
     return launch, run
 
 
@@ -153,8 +153,7 @@ def test_a_faulting_launch_ends_with_its_exec_and_the_fault() -> None:
     with pytest.raises(LaunchError) as err:
         run_program(kernel.program, grid=(1, 1), block=(4, 1), params=place.params,
                     memory=place.memory, allocations=place.allocations)
-    launch = T.Launch(kernel.program, (1, 1), (4, 1), place.params, place.memory,
-                      place.allocations, 0)
+    launch = T.Launch.checked(kernel.program, (1, 1), (4, 1), place)
     stream = T.fault_tokens(launch, err.value)
     cta, block, warp, mask = err.value.block
     assert stream[-2:] == [T.name(f"exec:{block}:w{warp}:m{mask}"), T.name("fault:global_bounds")]

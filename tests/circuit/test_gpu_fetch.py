@@ -17,8 +17,7 @@ def dot_prompt() -> tuple[T.Launch, list[str]]:
     kernel = compile_file(SUITE_DIR / "dot.cu").kernel()
     args = [[1, 2, 3], [4, 5, 6], {"zeros": 1}, 3]
     place = place_arguments(kernel.ptx.params, args)
-    launch = T.Launch(kernel.program, (1, 1), (4, 1), place.params, place.memory,
-                      place.allocations, 0)
+    launch = T.Launch.checked(kernel.program, (1, 1), (4, 1), place)
     return launch, T.prompt_tokens(launch)
 
 

@@ -29,8 +29,7 @@ def launch_stream(name: str):
     place = place_arguments(kernel.ptx.params, args)
     run = run_program(prog, grid=grid, block=block, params=place.params, memory=place.memory,
                       dynamic_shared=k.dynamic_shared, allocations=place.allocations)
-    launch = T.Launch(prog, grid, block, place.params, place.memory, place.allocations,
-                      prog.shared_bytes(k.dynamic_shared) // 4)
+    launch = T.Launch.checked(prog, grid, block, place, k.dynamic_shared)
     return launch, run, T.prompt_tokens(launch) + T.expected_tokens(launch, run.trace)
 
 
