@@ -76,6 +76,8 @@ def _build_parser() -> _Parser:
                             "token against the machine")
     suite.add_argument("--dtype", choices=("float32", "bfloat16"),
                        help="with --model: load it in this dtype (default: as built)")
+    suite.add_argument("--batch", type=int, default=1, metavar="N",
+                       help="with --model: run N launches side by side (one batch)")
     suite.add_argument("names", nargs="*", help="only these kernels")
     cmap = sub.add_parser("map", help="the GPU circuit's allocation map for the Qwen3.5-2B "
                                       "layer shapes: what every layer, head, neuron and "
@@ -176,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
         elif ns.model:
             from qgpu.suite import print_model_report
 
-            return print_model_report(ns.names, ns.model, ns.dtype)
+            return print_model_report(ns.names, ns.model, ns.dtype, batch=ns.batch)
         else:
             from qgpu.suite import print_suite_report
 

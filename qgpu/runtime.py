@@ -12,9 +12,9 @@ runs launches with the interpreter unavailable).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -71,18 +71,18 @@ class GpuModel:
         return cls(model, dict(meta["token_ids"]), banks, dtype, path,
                    int(meta["circuit_dims"][0]), int(meta["circuit_layers"][1]))
 
-    def logits(self, cache: DynamicCache, ids: list[int]) -> torch.Tensor:
-        """Run tokens through the model; the logits over the whole vocabulary after the last."""
-        with torch.no_grad():
-            out = self.model(input_ids=torch.tensor([ids]), past_key_values=cache,
-                             use_cache=True, logits_to_keep=1)
-        return out.logits[0, -1]
+    @cached_property
+    def reference(self) -> CircuitReference:
+        """The circuit's reference semantics for layer checks (scheduled once, when asked)."""
+        return CircuitReference(self)
 
-    def bank_rows(self, cache: DynamicCache, bank: str, rows: int, width: int) -> list[int]:
-        """Rows of a bits bank read from its head's recurrent state (host side: decoding
-        only). Every data entry must be exactly 0 or VALUE_SCALE."""
+    def bank_rows(self, cache: DynamicCache, bank: str, rows: int, width: int, batch: int = 0) \
+            -> list[int]:
+        """Rows of a bits bank read from its head's recurrent state, for sequence `batch` of
+        the cache (host side: decoding only). Every data entry must be exactly 0 or
+        VALUE_SCALE."""
         layer, head = self.banks[bank]
-        state = cache.get_recurrent_state(layer)[0, head].float()
+        state = cache.get_recurrent_state(layer)[batch, head].float()
         data = state[:rows, nx.ROW_ANCHORS:nx.ROW_ANCHORS + width]
         bad = (data != 0) & (data != nx.VALUE_SCALE)
         if bool(bad.any()):
@@ -91,30 +91,31 @@ class GpuModel:
         bits = (data == nx.VALUE_SCALE).long()
         return [int(sum(int(b) << i for i, b in enumerate(row))) for row in bits]
 
-    def machine_state(self, cache: DynamicCache) -> MachineState:
+    def machine_state(self, cache: DynamicCache, batch: int = 0) -> MachineState:
         """Registers, predicates, lane pcs and memories read from the banks' heads (one copy
-        each: the model keeps several, written by the same frames)."""
+        each: the model keeps several, written by the same frames), for sequence `batch`."""
         from qgpu.circuit.gpu.control import EXITED_BIT, LANE_ROW, TAG
 
         warps, lanes, regs = limits.MAX_WARPS, limits.WARP_LANES, limits.NUM_REGS
         registers = {}
         for lane in range(lanes):
-            rows = self.bank_rows(cache, f"regs.{lane}", warps * regs, 32)
+            rows = self.bank_rows(cache, f"regs.{lane}", warps * regs, 32, batch)
             registers |= {(w, lane, r): rows[w * regs + r]
                           for w in range(warps) for r in range(1, regs)}
-        preds = self.bank_rows(cache, "preds", warps, 4 * lanes)
+        preds = self.bank_rows(cache, "preds", warps, 4 * lanes, batch)
         predicates = {(w, lane, p): bool(preds[w] >> (4 * lane + p) & 1)
                       for w in range(warps) for lane in range(lanes)
                       for p in range(limits.NUM_PREDS)}
         pcs = {}
         for lane in range(lanes):
-            for w, row in enumerate(self.bank_rows(cache, f"lanes.{lane}", warps, LANE_ROW)):
+            for w, row in enumerate(self.bank_rows(cache, f"lanes.{lane}", warps, LANE_ROW,
+                                                   batch)):
                 pcs[(w, lane)] = (row & ((1 << EXITED_BIT) - 1), bool(row >> EXITED_BIT & 1),
                                   row >> TAG)
         mask = (1 << 32) - 1
-        glob = [v & mask for v in self.bank_rows(cache, "gmem", limits.GLOBAL_WORDS, 33)]
+        glob = [v & mask for v in self.bank_rows(cache, "gmem", limits.GLOBAL_WORDS, 33, batch)]
         return MachineState(registers, predicates, pcs, glob,
-                            self.bank_rows(cache, "smem", limits.SHARED_WORDS, 32))
+                            self.bank_rows(cache, "smem", limits.SHARED_WORDS, 32, batch))
 
 
 @dataclass
@@ -142,56 +143,134 @@ class ModelRun:
     divergence: str | None = None
 
 
+PAD_ID = 0
+"""The token id left-padding a batch's shorter prompts (masked: any id would do)."""
+
+
 def run_launch(gm: GpuModel, launch: T.Launch, *, token_limit: int = DEFAULT_TOKEN_LIMIT,
-               expected: list[str] | None = None, layers: LayerCheck | None = None,
+               expected: list[str] | None = None, check_layers: bool = False,
                on_token: Callable[[int, str, DynamicCache], None] | None = None) -> ModelRun:
-    """Prompt the model with a launch and let it generate greedily until END or a fault. With
-    `expected` (the reference stream), stop at the first token that differs and say where;
-    with `layers`, also at the first circuit layer whose features differ from the reference
+    """Prompt the model with a launch and let it generate greedily until END or a fault (a
+    fault, a runaway launch or a divergence raises its LaunchError). With `expected` (the
+    reference stream), stop at the first token that differs and say where; with
+    `check_layers`, also at the first circuit layer whose features differ from the reference
     semantics. `on_token(i, token, cache)` runs once the model has read generated token i back
     (its state then holds everything up to it: ``GpuModel.machine_state`` decodes it)."""
-    prompt = T.prompt_tokens(launch)
+    out = run_batch(gm, [launch], token_limit=token_limit,
+                    expected=None if expected is None else [expected],
+                    check_layers=check_layers,
+                    on_token=None if on_token is None else lambda b, i, t, c: on_token(i, t, c))
+    if isinstance(out[0], LaunchError):
+        raise out[0]
+    return out[0]
+
+
+def run_batch(gm: GpuModel, launches: list[T.Launch], *,
+              token_limit: int = DEFAULT_TOKEN_LIMIT, expected: list[list[str]] | None = None,
+              check_layers: bool = False,
+              on_token: Callable[[int, int, str, DynamicCache], None] | None = None) \
+        -> list[ModelRun | LaunchError]:
+    """Several launches side by side, one sequence each of one batch: the prompts left-padded
+    (the padding is masked, and a circuit token's dims never see another sequence), then one
+    decode step for every launch still running per generated token — the weights are read
+    once for all of them. Each launch ends on its own (END, a fault, the token limit, a
+    divergence) with its ModelRun or its LaunchError; `on_token(b, i, token, cache)` as in
+    ``run_launch`` for launch b."""
+    reference = gm.reference if check_layers else None
+    rows = [_Row(launch, T.prompt_tokens(launch), None if expected is None else expected[b],
+                 None if reference is None else LayerCheck(reference))
+            for b, launch in enumerate(launches)]
+    width = max(len(r.prompt) for r in rows)
+    mask = torch.tensor([[0] * (width - len(r.prompt)) + [1] * len(r.prompt) for r in rows])
     cache = DynamicCache(config=gm.model.config)
-    generated: list[str] = []
-
-    def forward(names: list[str]) -> torch.Tensor:
-        if layers is None:
-            return gm.logits(cache, [gm.ids[t] for t in names])
-        with layers.watching(names):
-            logits = gm.logits(cache, [gm.ids[t] for t in names])
-        if layers.first is not None:
-            raise Divergence(len(generated) - 1, generated, layers.report(prompt))
-        return logits
-
-    logits = forward(prompt)
-    stops = {T.name("end")} | {T.name(f"fault:{f}") for f in T.FAULTS}
+    logits = _step(gm, cache, rows, [r.prompt for r in rows], mask)
     while True:
+        for b, r in enumerate(rows):
+            if r.outcome is None:
+                r.choose(gm, logits[b], token_limit, cache, b)
+        if all(r.outcome is not None for r in rows):
+            return [r.outcome for r in rows]
+        feeds = [[r.generated[-1]] for r in rows]
+        mask = torch.cat([mask, torch.ones(len(rows), 1, dtype=mask.dtype)], dim=1)
+        logits = _step(gm, cache, rows, feeds, mask)
+        if on_token is not None:
+            for b, r in enumerate(rows):
+                if r.outcome is None:
+                    on_token(b, len(r.generated) - 1, r.generated[-1], cache)
+
+
+def _step(gm: GpuModel, cache: DynamicCache, rows: list[_Row], feeds: list[list[str]],
+          mask: torch.Tensor) -> torch.Tensor:
+    """One forward pass of the batch (row b reads feeds[b], right-aligned); with layer checks,
+    every running row's circuit layers are compared as they run. Logits after the last."""
+    width = max(len(f) for f in feeds)
+    ids = torch.tensor([[PAD_ID] * (width - len(f)) + [gm.ids[t] for t in f] for f in feeds])
+    checks = [(b, r.check) for b, r in enumerate(rows) if r.check is not None and r.outcome is None]
+    for b, check in checks:
+        check.feed(feeds[b])
+    hooks = []
+    if checks:
+        layers = gm.model.model.layers
+        for i in range(gm.circuit_layers):
+            def compare(module: torch.nn.Module, args: tuple, out: torch.Tensor,
+                        layer: int = i) -> None:
+                for b, check in checks:
+                    check.compare(layer, out[b, width - len(feeds[b]):])
+            hooks.append(layers[i].register_forward_hook(compare))
+    try:
+        with torch.no_grad():
+            out = gm.model(input_ids=ids, attention_mask=mask, past_key_values=cache,
+                           use_cache=True, logits_to_keep=1)
+    finally:
+        for h in hooks:
+            h.remove()
+    for b, check in checks:
+        if check.first is not None:
+            r = rows[b]
+            r.outcome = Divergence(len(r.generated) - 1, r.generated, check.report(r.prompt))
+    return out.logits[:, -1]
+
+
+@dataclass
+class _Row:
+    """One launch of a batch while it runs."""
+
+    launch: T.Launch
+    prompt: list[str]
+    expected: list[str] | None
+    check: LayerCheck | None
+    generated: list[str] = field(default_factory=list)
+    outcome: ModelRun | LaunchError | None = None
+
+    def choose(self, gm: GpuModel, logits: torch.Tensor, token_limit: int,
+               cache: DynamicCache, b: int) -> None:
+        """Take the model's greedy choice; settle the outcome when the launch is over."""
         nxt = int(torch.argmax(logits))
         if nxt not in gm.names:
-            raise LaunchError(f"generated token {len(generated)} is text token id {nxt}, not a "
-                              "circuit token (after: "
-                              f"{' '.join(T.body(t) for t in generated[-4:])})")
+            self.outcome = LaunchError(
+                f"generated token {len(self.generated)} is text token id {nxt}, not a circuit "
+                f"token (after: {' '.join(T.body(t) for t in self.generated[-4:])})")
+            return
+        generated = self.generated
         generated.append(gm.names[nxt])
-        if expected is not None and generated[-1] != (expected + [None])[len(generated) - 1]:
+        if self.expected is not None and generated[-1] != (self.expected + [None])[
+                len(generated) - 1]:
             note = ("; every circuit layer held the reference semantics' values on the way"
-                    if layers is not None else "")
-            raise Divergence.token(len(generated) - 1, generated, expected, note)
-        if generated[-1] in stops:
-            break
-        if len(generated) >= token_limit:
+                    if self.check is not None else "")
+            self.outcome = Divergence.token(len(generated) - 1, generated, self.expected, note)
+        elif generated[-1] == T.name("end"):
+            rows = gm.bank_rows(cache, "gmem", limits.GLOBAL_WORDS, 32, b)
+            memory = [v - (1 << 32) if v >> 31 else v for v in rows]
+            self.outcome = ModelRun(memory, len(self.prompt), generated)
+        elif T.body(generated[-1]).startswith("fault:"):
+            kind = T.body(generated[-1]).split(":")[1]
+            self.outcome = LaunchError(f"the model reported a {kind} fault after "
+                                       f"{len(generated)} tokens (at {T.body(generated[-2])})",
+                                       kind)
+        elif len(generated) >= token_limit:
             last = [e for e in T.decode(generated[:-1]) if e.kind == "exec"][-1:]
-            raise LaunchError(f"the launch did not end within {token_limit} generated tokens "
-                              f"(a loop that never ends?); last block run: {last}")
-        logits = forward([generated[-1]])
-        if on_token is not None:
-            on_token(len(generated) - 1, generated[-1], cache)
-    if generated[-1] != T.name("end"):
-        kind = T.body(generated[-1]).split(":")[1]
-        raise LaunchError(f"the model reported a {kind} fault after {len(generated)} tokens "
-                          f"(at {T.body(generated[-2])})", kind)
-    rows = gm.bank_rows(cache, "gmem", limits.GLOBAL_WORDS, 32)
-    memory = [v - (1 << 32) if v >> 31 else v for v in rows]
-    return ModelRun(memory, len(prompt), generated)
+            self.outcome = LaunchError(f"the launch did not end within {token_limit} generated "
+                                       f"tokens (a loop that never ends?); last block run: {last}")
 
 
 class Divergence(LaunchError):
@@ -212,26 +291,20 @@ class Divergence(LaunchError):
                                      f"says {want} (after: {context}){note}")
 
 
-class LayerCheck:
-    """``--check`` inside the model: after every circuit layer, each feature whose writers have
-    all run and whose dims are not cleared yet must hold exactly what the weight-free evaluator
-    (the circuit's reference semantics, qgpu/compiler/evaluate.py) gives on the same tokens.
-    Forward hooks on the circuit layers compare while the model runs; the first (token, layer)
-    that differs is kept, with the features that differ there."""
+class CircuitReference:
+    """What a layer check needs from the circuit the model was built with: its graph (the
+    reference semantics) and, per circuit layer, the features settled there — every writer has
+    run and the dims are not cleared yet — with their residual dims and carrier offsets."""
 
     def __init__(self, gm: GpuModel) -> None:
-        from qgpu.circuit.gpu import encoding, machine
-        from qgpu.compiler.evaluate import Evaluator
+        from qgpu.circuit.gpu import machine
         from qgpu.compiler.schedule import LayerShape, schedule
 
         sched = schedule(machine.build(), LayerShape.from_config(gm.model.config.to_dict()))
-        g = sched.graph  # the graph the build compiled (packing.py rewrites the machine's)
         if sched.heads != gm.banks or sched.layers != gm.circuit_layers:
             raise UsageError(f"{gm.path} was built from another version of the GPU circuit "
                              "than this qgpu's: rebuild it (python -m qgpu build)")
-        self.gm, self.encode, self.ev = gm, encoding.features, Evaluator(g)
-        self.fed: list[str] = []  # every token the model has read
-        self.first: tuple[int, int, list[str]] | None = None  # (fed index, layer, what differs)
+        g = self.graph = sched.graph  # the graph the build compiled (packing.py rewrote it)
         done: dict[str, int] = {n: -1 for n, f in g.features.items() if f.token_input}
         for bank, (layer, _) in sched.heads.items():
             for r in (r for r in g.reads if r.bank == bank):
@@ -244,6 +317,9 @@ class LayerCheck:
                 if g.features[f].alias:  # selection adds onto the token input's dims
                     target = g.features[f].alias
                     last[target] = min(last[target], layer - 1)
+        offsets, at = {}, 0
+        for n, f in g.features.items():
+            offsets[n], at = at, at + f.size
         self.plan = []  # per circuit layer: (residual dims, evaluator positions, offsets, names)
         for layer in range(sched.layers):
             dims, pos, off, names = [], [], [], []
@@ -251,44 +327,48 @@ class LayerCheck:
                 if f.alias or not done[n] <= 2 * layer + 1 or layer > last[n]:
                     continue
                 dims += [gm.d_base + d for d in sched.dims[n]]
-                pos += [self.ev.offset[n] + i for i in range(f.size)]
+                pos += [offsets[n] + i for i in range(f.size)]
                 off += [sched.offset(n)] * f.size
                 names += [f"{n}[{i}]" for i in range(f.size)]
             self.plan.append((torch.tensor(dims), torch.tensor(pos), torch.tensor(off), names))
+
+
+class LayerCheck:
+    """``--check`` inside the model, for one launch: after every circuit layer, each settled
+    feature (``CircuitReference``) must hold exactly what the weight-free evaluator (the
+    circuit's reference semantics, qgpu/compiler/evaluate.py) gives on the same tokens. The
+    first (token, layer) that differs is kept, with the features that differ there."""
+
+    def __init__(self, reference: CircuitReference) -> None:
+        from qgpu.circuit.gpu.encoding import features
+        from qgpu.compiler.evaluate import Evaluator
+
+        self.reference, self.encode, self.ev = reference, features, Evaluator(reference.graph)
+        self.fed: list[str] = []  # every token the model has read
+        self.first: tuple[int, int, list[str]] | None = None  # (fed index, layer, differences)
         self._refs = torch.zeros(0)
 
-    @contextmanager
-    def watching(self, names: list[str]) -> Iterator[None]:
-        """Hooks on the circuit layers while the model reads `names` (after what it read)."""
-        base = len(self.fed)
+    def feed(self, names: list[str]) -> None:
+        """The tokens the next forward pass reads: their reference values."""
+        self._base = len(self.fed)
         self._refs = torch.from_numpy(np.stack(
             [self.ev.step_vector(self.encode(n)).copy() for n in names])).float()
         self.fed += names
-        layers = self.gm.model.model.layers
-        hooks = [layers[i].register_forward_hook(self._hook(i, base))
-                 for i in range(len(self.plan))]
-        try:
-            yield
-        finally:
-            for h in hooks:
-                h.remove()
 
-    def _hook(self, layer: int, base: int) -> Callable:
-        dims, pos, off, names = self.plan[layer]
-
-        def compare(module: torch.nn.Module, args: tuple, out: torch.Tensor) -> None:
-            got = out[0][:, dims].float() - off
-            want = self._refs[:, pos]
-            bad = (got != want).nonzero()
-            if not len(bad):
-                return
-            t = int(bad[0, 0])
-            if self.first is not None and (self.first[0], self.first[1]) <= (base + t, layer):
-                return
-            cols = bad[bad[:, 0] == t, 1].tolist()
-            self.first = (base + t, layer, [f"{names[c]} holds {got[t, c].item():g}, the "
-                                            f"reference {want[t, c].item():g}" for c in cols])
-        return compare
+    def compare(self, layer: int, out: torch.Tensor) -> None:
+        """Circuit layer `layer`'s output for the tokens fed last ([tokens, hidden])."""
+        dims, pos, off, names = self.reference.plan[layer]
+        got = out[:, dims].float() - off
+        want = self._refs[:, pos]
+        bad = (got != want).nonzero()
+        if not len(bad):
+            return
+        t = int(bad[0, 0])
+        if self.first is not None and (self.first[0], self.first[1]) <= (self._base + t, layer):
+            return
+        cols = bad[bad[:, 0] == t, 1].tolist()
+        self.first = (self._base + t, layer, [f"{names[c]} holds {got[t, c].item():g}, the "
+                                              f"reference {want[t, c].item():g}" for c in cols])
 
     def report(self, prompt: list[str]) -> str:
         """The first divergence in words: the token whose pass went wrong, the layer, and the
@@ -303,33 +383,51 @@ class LayerCheck:
 
 def run_checked(gm: GpuModel, launch: T.Launch, *, dynamic_shared: int = 0,
                 token_limit: int = DEFAULT_TOKEN_LIMIT) -> ModelRun:
-    """``--check``: the reference interpreter runs the launch first; the model's run must give
+    """``--check`` of one launch (``run_checked_batch``)."""
+    out = run_checked_batch(gm, [launch], dynamic_shared=[dynamic_shared],
+                            token_limit=token_limit)[0]
+    if isinstance(out, LaunchError):
+        raise out
+    return out
+
+
+def run_checked_batch(gm: GpuModel, launches: list[T.Launch], *, dynamic_shared: list[int],
+                      token_limit: int = DEFAULT_TOKEN_LIMIT) -> list[ModelRun | LaunchError]:
+    """``--check``: the reference interpreter runs each launch first; the model's run must give
     its token stream exactly and leave every global word as the machine does (a launch that
     faults must fault the same way), and every circuit layer must hold the reference
-    semantics' feature values at every token (``LayerCheck``). It stops at the first token or
-    layer that differs and says where."""
+    semantics' feature values at every token (``LayerCheck``). Each stops at the first token or
+    layer that differs and says where (a ModelRun with exact False); a launch the interpreter
+    rejects gives its error."""
     from qgpu.interp import run_program
 
-    try:
-        ref = run_program(launch.program, grid=launch.grid, block=launch.block,
-                          params=launch.params, memory=launch.memory,
-                          dynamic_shared=dynamic_shared, allocations=launch.allocations)
-        expected, want = T.expected_tokens(launch, ref.trace), ref.memory
-    except LaunchError as e:
-        if e.fault not in T.FAULTS:
-            raise
-        expected, want = T.fault_tokens(launch, e), None
-    try:
-        run = run_launch(gm, launch, token_limit=token_limit, expected=expected,
-                         layers=LayerCheck(gm))
-    except Divergence as d:
-        return ModelRun(None, len(T.prompt_tokens(launch)), d.generated, False, d.message)
-    words = [w for w in range(limits.GLOBAL_WORDS)
-             if run.memory[w] & 0xFFFFFFFF != want[w] & 0xFFFFFFFF]
-    if words:
-        w = words[0]
-        run.exact, run.divergence = False, (f"global word {w}: the model holds {run.memory[w]}, "
-                                            f"the reference machine {want[w]}")
-    else:
-        run.exact = True
-    return run
+    expected: list[list[str]] = []
+    wants: list[list[int] | None] = []
+    for launch, shared in zip(launches, dynamic_shared, strict=True):
+        try:
+            ref = run_program(launch.program, grid=launch.grid, block=launch.block,
+                              params=launch.params, memory=launch.memory,
+                              dynamic_shared=shared, allocations=launch.allocations)
+            expected.append(T.expected_tokens(launch, ref.trace))
+            wants.append(ref.memory)
+        except LaunchError as e:
+            if e.fault not in T.FAULTS:
+                raise
+            expected.append(T.fault_tokens(launch, e))
+            wants.append(None)
+    runs = run_batch(gm, launches, token_limit=token_limit, expected=expected,
+                     check_layers=True)
+    out: list[ModelRun | LaunchError] = []
+    for launch, run, want in zip(launches, runs, wants, strict=True):
+        if isinstance(run, Divergence):
+            run = ModelRun(None, len(T.prompt_tokens(launch)), run.generated, False, run.message)
+        elif isinstance(run, ModelRun):
+            words = [w for w in range(limits.GLOBAL_WORDS)
+                     if run.memory[w] & 0xFFFFFFFF != want[w] & 0xFFFFFFFF]
+            run.exact = not words
+            if words:
+                w = words[0]
+                run.divergence = (f"global word {w}: the model holds {run.memory[w]}, the "
+                                  f"reference machine {want[w]}")
+        out.append(run)
+    return out

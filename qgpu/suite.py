@@ -16,7 +16,7 @@ import numpy as np
 
 from qgpu import tokens
 from qgpu.driver import SUITE_DIR, CompiledModule, load_ptx, place_arguments, read_back
-from qgpu.errors import QgpuError
+from qgpu.errors import QgpuError, UsageError
 
 sys.path.insert(0, str(SUITE_DIR.parent))
 from kernels.manifest import SUITE, SuiteKernel, by_name, source_path  # noqa: E402,F401
@@ -112,41 +112,53 @@ def print_suite_report(names: list[str], seeds: int) -> int:
 
 
 def print_model_report(names: list[str], build: str, dtype: str | None = None,
-                       gpu=None) -> int:
+                       gpu=None, batch: int = 1) -> int:
     """Run kernels (seed 0) on a merged model (`build`: a build directory, loaded in `dtype`;
-    or `gpu`, an already loaded runtime.GpuModel), each generated token checked against the
-    reference machine's stream; one line per kernel (prompt and generated tokens, exact or the
-    first diverging token, seconds); exit status 1 unless every launch is exact and its results
-    equal the intent model."""
-    from qgpu.runtime import GpuModel, run_checked
+    or `gpu`, an already loaded runtime.GpuModel) with ``--check`` (every generated token and
+    every circuit layer), `batch` launches side by side (kernels of similar length together);
+    one line per kernel (prompt and generated tokens, exact or the first divergence, seconds of
+    its batch); exit status 1 unless every launch is exact and its results equal the intent
+    model."""
+    from qgpu.runtime import GpuModel, run_checked_batch
 
+    if batch < 1:
+        raise UsageError(f"--batch must be at least 1, not {batch}")
     kernels = [by_name(n) for n in names] if names else list(SUITE)
     t0 = time.perf_counter()
     gpu = gpu or GpuModel.load(build, dtype)
     print(f"loaded {gpu.path} ({gpu.dtype}) in {time.perf_counter() - t0:.0f} s")
     print(f"{'kernel':24} {'prompt':>6} {'generated':>9} {'s':>6}  result")
-    failures = 0
+    runs = []
     for k in kernels:
         kernel = suite_module(k).kernel(k.name)
         args = make_args(k, 0)
         place = place_arguments(kernel.ptx.params, args)
         launch = tokens.Launch.checked(kernel.program, k.grid, k.block, place,
                                        k.dynamic_shared)
+        runs.append((k, args, place, launch, check_kernel(k, 0).stats.get("generated_tokens", 0)))
+    runs.sort(key=lambda r: r[4])
+    failures = 0
+    for i in range(0, len(runs), batch):
+        group = runs[i:i + batch]
         t = time.perf_counter()
         try:
-            run = run_checked(gpu, launch, dynamic_shared=k.dynamic_shared)
-            generated = len(run.generated)
-            if run.exact:
+            outs = run_checked_batch(gpu, [r[3] for r in group],
+                                     dynamic_shared=[r[0].dynamic_shared for r in group])
+        except QgpuError as e:
+            outs = [e] * len(group)
+        for (k, args, place, launch, _), run in zip(group, outs, strict=True):
+            if isinstance(run, QgpuError):
+                result, generated = run.message, -1
+            elif run.exact:
+                generated = len(run.generated)
                 intent = [list(map(int, a)) if isinstance(a, list) else a for a in k.intent(args)]
                 diff = first_difference(intent, read_back(place, args, run.memory))
                 result = "exact" if diff is None else f"results differ: {diff}"
             else:
-                result = run.divergence
-        except QgpuError as e:
-            result, generated = e.message, -1
-        failures += result != "exact"
-        print(f"{k.name:24} {len(tokens.prompt_tokens(launch)):>6} {generated:>9} "
-              f"{time.perf_counter() - t:>6.0f}  {result}", flush=True)
+                result, generated = run.divergence, len(run.generated)
+            failures += result != "exact"
+            print(f"{k.name:24} {len(tokens.prompt_tokens(launch)):>6} {generated:>9} "
+                  f"{time.perf_counter() - t:>6.0f}  {result}", flush=True)
     print(f"{len(kernels) - failures}/{len(kernels)} kernels exact on the model "
           f"({time.perf_counter() - t0:.0f} s)")
     return 1 if failures else 0

@@ -168,11 +168,15 @@ def test_the_machine_state_is_decoded_from_the_model_after_every_token(gpu) -> N
             assert states[i][1].lanes[(int(warp[1:]), lane)][0] == int(block), lane
 
 
-def test_the_suite_report_checks_every_token(gpu, capsys) -> None:
-    """``python -m qgpu suite --model BUILD copy``: exact token for token, results equal."""
-    assert print_model_report([KERNEL], "unused", gpu=gpu) == 0
-    line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith(KERNEL))
-    assert line.split()[1:3] == ["316", "57"] and line.endswith("exact")
+def test_the_suite_report_checks_launches_side_by_side(gpu, capsys) -> None:
+    """``python -m qgpu suite --model BUILD --batch 2 copy atomic_inc_dec``: two launches in one
+    batch (left-padded prompts of 316 and 81 tokens), each exact token for token and layer by
+    layer, results equal to the intent model."""
+    assert print_model_report([KERNEL, "atomic_inc_dec"], "unused", gpu=gpu, batch=2) == 0
+    lines = capsys.readouterr().out.splitlines()
+    rows = {ln.split()[0]: ln.split() for ln in lines if ln.startswith((KERNEL, "atomic_inc"))}
+    assert rows[KERNEL][1:3] == ["316", "57"] and rows[KERNEL][-1] == "exact"
+    assert rows["atomic_inc_dec"][1:3] == ["81", "151"] and rows["atomic_inc_dec"][-1] == "exact"
 
 
 def test_check_reports_the_first_diverging_token(gpu) -> None:
@@ -192,7 +196,6 @@ def test_check_names_the_first_circuit_layer_that_goes_wrong(gpu) -> None:
     """A broken weight: the rule group writing ``cur.m`` (the last EXEC's lanes) loses its down
     projection. ``--check`` stops in the first pass that needs cur.m, at that group's layer,
     naming the feature — before any token goes wrong."""
-    check = runtime.LayerCheck(gpu)
     sched = schedule(machine.build(), LayerShape.from_config(gpu.model.config.to_dict()))
     layer, _ = sched.neurons["cur.m"]
     rows = [gpu.d_base + d for d in sched.dims["cur.m"]]
@@ -203,7 +206,7 @@ def test_check_names_the_first_circuit_layer_that_goes_wrong(gpu) -> None:
         with torch.no_grad():
             down[rows] = 0
         with pytest.raises(Divergence) as err:
-            run_launch(gpu, launch, layers=check)
+            run_launch(gpu, launch, check_layers=True)
     finally:
         with torch.no_grad():
             down[rows] = kept
