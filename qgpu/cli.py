@@ -59,9 +59,11 @@ def _build_parser() -> _Parser:
                                      "or its merged/ checkpoint")
     run.add_argument("--dtype", choices=("float32", "bfloat16"),
                      help="model backend: load the model in this dtype (default: as built)")
+    run.add_argument("--device", help="model backend: the torch device to run it on (default "
+                                      "cpu; cuda, cuda:1, ...)")
     run.add_argument("--check", action="store_true",
                      help="model backend: replay the launch on the machine and compare every "
-                          "generated token and global word")
+                          "generated token, circuit layer and global word")
     run.add_argument("--json", action="store_true", help="print one JSON object")
     for name, helptext in (("ptx", "print the PTX of a CUDA file"),
                            ("asm", "print the lowered machine program")):
@@ -76,6 +78,8 @@ def _build_parser() -> _Parser:
                             "token against the machine")
     suite.add_argument("--dtype", choices=("float32", "bfloat16"),
                        help="with --model: load it in this dtype (default: as built)")
+    suite.add_argument("--device", default="cpu",
+                       help="with --model: the torch device to run it on (cpu, cuda, ...)")
     suite.add_argument("--batch", type=int, default=1, metavar="N",
                        help="with --model: run N launches side by side (one batch)")
     suite.add_argument("names", nargs="*", help="only these kernels")
@@ -106,8 +110,8 @@ def _run(ns: argparse.Namespace) -> dict[str, Any]:
         args = json.loads(ns.args)
     except json.JSONDecodeError as e:
         raise UsageError(f"--args is not valid JSON: {e}") from None
-    if (ns.model or ns.dtype or ns.check) and ns.backend != "model":
-        raise UsageError("--model, --dtype and --check belong to --backend model")
+    if (ns.model or ns.dtype or ns.device or ns.check) and ns.backend != "model":
+        raise UsageError("--model, --dtype, --device and --check belong to --backend model")
     kernel = _load(ns.file, ns.compiler).kernel(ns.kernel)
     model = None
     if ns.backend == "model":
@@ -115,7 +119,7 @@ def _run(ns: argparse.Namespace) -> dict[str, Any]:
             raise UsageError("--backend model needs --model BUILD_DIR (python -m qgpu build)")
         from qgpu.runtime import GpuModel
 
-        model = GpuModel.load(ns.model, ns.dtype)
+        model = GpuModel.load(ns.model, ns.dtype, ns.device or "cpu")
     result = kernel.launch(
         grid=_dims(ns.grid), block=_dims(ns.block), args=args,
         dynamic_shared=ns.dynamic_shared, backend=ns.backend, step_limit=ns.step_limit,
@@ -178,7 +182,8 @@ def main(argv: list[str] | None = None) -> int:
         elif ns.model:
             from qgpu.suite import print_model_report
 
-            return print_model_report(ns.names, ns.model, ns.dtype, batch=ns.batch)
+            return print_model_report(ns.names, ns.model, ns.dtype, batch=ns.batch,
+                                      device=ns.device)
         else:
             from qgpu.suite import print_suite_report
 

@@ -50,9 +50,9 @@ class GpuModel:
         self.names = {i: n for n, i in self.ids.items()}
 
     @classmethod
-    def load(cls, build: str | Path, dtype: str | None = None) -> GpuModel:
+    def load(cls, build: str | Path, dtype: str | None = None, device: str = "cpu") -> GpuModel:
         """Load BUILD/merged (or a merged checkpoint directory itself) in `dtype` (default:
-        the dtype it was built in)."""
+        the dtype it was built in) onto `device` (a torch device: cpu, cuda, cuda:1, ...)."""
         path = Path(build)
         path = path / "merged" if (path / "merged" / METADATA_FILE).is_file() else path
         try:
@@ -65,7 +65,13 @@ class GpuModel:
         dtype = dtype or meta["dtype"]
         if dtype not in DTYPES:
             raise UsageError(f"dtype must be one of {', '.join(DTYPES)}")
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=DTYPES[dtype]).eval()
+        try:
+            model = AutoModelForCausalLM.from_pretrained(path, dtype=DTYPES[dtype])
+            model = model.to(torch.device(device)).eval()
+        except RuntimeError as e:
+            if "device" not in str(e).lower() and "cuda" not in str(e).lower():
+                raise
+            raise UsageError(f"cannot put the model on device {device!r}: {e}") from None
         banks = {b: (int(layer), int(head))
                  for b, (layer, head) in meta["circuit"]["banks"].items()}
         return cls(model, dict(meta["token_ids"]), banks, dtype, path,
@@ -82,7 +88,7 @@ class GpuModel:
         the cache (host side: decoding only). Every data entry must be exactly 0 or
         VALUE_SCALE."""
         layer, head = self.banks[bank]
-        state = cache.get_recurrent_state(layer)[batch, head].float()
+        state = cache.get_recurrent_state(layer)[batch, head].float().cpu()
         data = state[:rows, nx.ROW_ANCHORS:nx.ROW_ANCHORS + width]
         bad = (data != 0) & (data != nx.VALUE_SCALE)
         if bool(bad.any()):
@@ -181,7 +187,8 @@ def run_batch(gm: GpuModel, launches: list[T.Launch], *,
                  None if reference is None else LayerCheck(reference))
             for b, launch in enumerate(launches)]
     width = max(len(r.prompt) for r in rows)
-    mask = torch.tensor([[0] * (width - len(r.prompt)) + [1] * len(r.prompt) for r in rows])
+    mask = torch.tensor([[0] * (width - len(r.prompt)) + [1] * len(r.prompt) for r in rows],
+                        device=gm.model.device)
     cache = DynamicCache(config=gm.model.config)
     logits = _step(gm, cache, rows, [r.prompt for r in rows], mask)
     while True:
@@ -191,7 +198,7 @@ def run_batch(gm: GpuModel, launches: list[T.Launch], *,
         if all(r.outcome is not None for r in rows):
             return [r.outcome for r in rows]
         feeds = [[r.generated[-1]] for r in rows]
-        mask = torch.cat([mask, torch.ones(len(rows), 1, dtype=mask.dtype)], dim=1)
+        mask = torch.cat([mask, mask.new_ones(len(rows), 1)], dim=1)
         logits = _step(gm, cache, rows, feeds, mask)
         if on_token is not None:
             for b, r in enumerate(rows):
@@ -204,7 +211,8 @@ def _step(gm: GpuModel, cache: DynamicCache, rows: list[_Row], feeds: list[list[
     """One forward pass of the batch (row b reads feeds[b], right-aligned); with layer checks,
     every running row's circuit layers are compared as they run. Logits after the last."""
     width = max(len(f) for f in feeds)
-    ids = torch.tensor([[PAD_ID] * (width - len(f)) + [gm.ids[t] for t in f] for f in feeds])
+    ids = torch.tensor([[PAD_ID] * (width - len(f)) + [gm.ids[t] for t in f] for f in feeds],
+                       device=gm.model.device)
     checks = [(b, r.check) for b, r in enumerate(rows) if r.check is not None and r.outcome is None]
     for b, check in checks:
         check.feed(feeds[b])
@@ -228,7 +236,7 @@ def _step(gm: GpuModel, cache: DynamicCache, rows: list[_Row], feeds: list[list[
         if check.first is not None:
             r = rows[b]
             r.outcome = Divergence(len(r.generated) - 1, r.generated, check.report(r.prompt))
-    return out.logits[:, -1]
+    return out.logits[:, -1].float().cpu()
 
 
 @dataclass
@@ -358,7 +366,7 @@ class LayerCheck:
     def compare(self, layer: int, out: torch.Tensor) -> None:
         """Circuit layer `layer`'s output for the tokens fed last ([tokens, hidden])."""
         dims, pos, off, names = self.reference.plan[layer]
-        got = out[:, dims].float() - off
+        got = out[:, dims.to(out.device)].float().cpu() - off
         want = self._refs[:, pos]
         bad = (got != want).nonzero()
         if not len(bad):

@@ -112,7 +112,7 @@ def print_suite_report(names: list[str], seeds: int) -> int:
 
 
 def print_model_report(names: list[str], build: str, dtype: str | None = None,
-                       gpu=None, batch: int = 1) -> int:
+                       gpu=None, batch: int = 1, device: str = "cpu") -> int:
     """Run kernels (seed 0) on a merged model (`build`: a build directory, loaded in `dtype`;
     or `gpu`, an already loaded runtime.GpuModel) with ``--check`` (every generated token and
     every circuit layer), `batch` launches side by side (kernels of similar length together);
@@ -125,7 +125,7 @@ def print_model_report(names: list[str], build: str, dtype: str | None = None,
         raise UsageError(f"--batch must be at least 1, not {batch}")
     kernels = [by_name(n) for n in names] if names else list(SUITE)
     t0 = time.perf_counter()
-    gpu = gpu or GpuModel.load(build, dtype)
+    gpu = gpu or GpuModel.load(build, dtype, device)
     print(f"loaded {gpu.path} ({gpu.dtype}) in {time.perf_counter() - t0:.0f} s")
     print(f"{'kernel':24} {'prompt':>6} {'generated':>9} {'s':>6}  result")
     runs = []

@@ -72,8 +72,9 @@ def test_cli_runs_the_dot_product_on_the_model_checked(gpu, build_dir, monkeypat
                                                        capsys) -> None:
     """The README's dot product through ``run --backend model --model BUILD --check --json``
     (the fixture's model stands in for the load, which the fixture did)."""
-    monkeypatch.setattr(GpuModel, "load", lambda path, dtype=None: gpu
-                        if Path(path) == build_dir and dtype is None else pytest.fail(path))
+    monkeypatch.setattr(GpuModel, "load", lambda path, dtype=None, device="cpu": gpu
+                        if (Path(path), dtype, device) == (build_dir, None, "cpu")
+                        else pytest.fail(path))
     status = cli.main(["run", str(SUITE_DIR / "dot.cu"), "--grid", "1", "--block", "4",
                        "--args", "[[1,2,3],[4,5,6],{\"zeros\":1},3]", "--backend", "model",
                        "--model", str(build_dir), "--check", "--json"])

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The GPU issue's acceptance run: every suite kernel on the merged model (tiny base, the GPU
+# circuit for the Qwen3.5-2B layer shapes) with --check — every generated token, every circuit
+# layer at every token, every global word — in float32 and in bfloat16, BATCH launches side by
+# side. On a CUDA device: DEVICE=cuda (default). On this repository's 2-core CPU machine a
+# decode step of 8 launches takes ~2.8 s (79k generated tokens in all: many hours).
+# On the lent H200 (its image has torch and transformers; carry a diskcache wheel in .whl/,
+# see ../.library/device/README.md):
+#     run(command="python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl
+#                  && PYTHONPATH=/tmp/site:. bash bench/suite_on_model.sh", carry=[".whl"])
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DEVICE=${DEVICE:-cuda}
+BATCH=${BATCH:-32}
+OUT=${OUT:-build/gpu}
+PY=${PYTHON:-python3}
+[ -f "$OUT/merged/qgpu_circuit.json" ] || "$PY" -m qgpu build --base tiny --out "$OUT" --dtype float32
+"$PY" -m qgpu suite --model "$OUT" --device "$DEVICE" --batch "$BATCH"
+"$PY" -m qgpu suite --model "$OUT" --device "$DEVICE" --batch "$BATCH" --dtype bfloat16
