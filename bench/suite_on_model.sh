@@ -15,5 +15,10 @@ BATCH=${BATCH:-32}
 OUT=${OUT:-build/gpu}
 PY=${PYTHON:-python3}
 [ -f "$OUT/merged/qgpu_circuit.json" ] || "$PY" -m qgpu build --base tiny --out "$OUT" --dtype float32
-"$PY" -m qgpu suite --model "$OUT" --device "$DEVICE" --batch "$BATCH"
-"$PY" -m qgpu suite --model "$OUT" --device "$DEVICE" --batch "$BATCH" --dtype bfloat16
+# LAYERS=0: tokens and memory only (the layer check's evaluator costs ~20 ms of CPU a token:
+# ~26 min per dtype for the whole suite, more than a device session's 15 minutes)
+FLAGS=()
+[ "${LAYERS:-1}" = 0 ] && FLAGS+=(--tokens-only)
+"$PY" -m qgpu suite --model "$OUT" --device "$DEVICE" --batch "$BATCH" "${FLAGS[@]}"
+"$PY" -m qgpu suite --model "$OUT" --device "$DEVICE" --batch "$BATCH" --dtype bfloat16 \
+    "${FLAGS[@]}"

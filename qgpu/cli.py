@@ -80,6 +80,9 @@ def _build_parser() -> _Parser:
                        help="with --model: load it in this dtype (default: as built)")
     suite.add_argument("--device", default="cpu",
                        help="with --model: the torch device to run it on (cpu, cuda, ...)")
+    suite.add_argument("--tokens-only", action="store_true",
+                       help="with --model: check tokens and memory, not every circuit layer "
+                            "(the layer check's evaluator runs on the CPU, ~20 ms a token)")
     suite.add_argument("--batch", type=int, default=1, metavar="N",
                        help="with --model: run N launches side by side (one batch)")
     suite.add_argument("names", nargs="*", help="only these kernels")
@@ -183,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
             from qgpu.suite import print_model_report
 
             return print_model_report(ns.names, ns.model, ns.dtype, batch=ns.batch,
-                                      device=ns.device)
+                                      device=ns.device, layers=not ns.tokens_only)
         else:
             from qgpu.suite import print_suite_report
 

@@ -400,13 +400,15 @@ def run_checked(gm: GpuModel, launch: T.Launch, *, dynamic_shared: int = 0,
 
 
 def run_checked_batch(gm: GpuModel, launches: list[T.Launch], *, dynamic_shared: list[int],
-                      token_limit: int = DEFAULT_TOKEN_LIMIT) -> list[ModelRun | LaunchError]:
+                      token_limit: int = DEFAULT_TOKEN_LIMIT, layers: bool = True) \
+        -> list[ModelRun | LaunchError]:
     """``--check``: the reference interpreter runs each launch first; the model's run must give
     its token stream exactly and leave every global word as the machine does (a launch that
     faults must fault the same way), and every circuit layer must hold the reference
-    semantics' feature values at every token (``LayerCheck``). Each stops at the first token or
-    layer that differs and says where (a ModelRun with exact False); a launch the interpreter
-    rejects gives its error."""
+    semantics' feature values at every token (``LayerCheck``; `layers` False leaves that out:
+    the evaluator costs ~20 ms of one CPU core per token and launch). Each stops at the first
+    token or layer that differs and says where (a ModelRun with exact False); a launch the
+    interpreter rejects gives its error."""
     from qgpu.interp import run_program
 
     expected: list[list[str]] = []
@@ -424,7 +426,7 @@ def run_checked_batch(gm: GpuModel, launches: list[T.Launch], *, dynamic_shared:
             expected.append(T.fault_tokens(launch, e))
             wants.append(None)
     runs = run_batch(gm, launches, token_limit=token_limit, expected=expected,
-                     check_layers=True)
+                     check_layers=layers)
     out: list[ModelRun | LaunchError] = []
     for launch, run, want in zip(launches, runs, wants, strict=True):
         if isinstance(run, Divergence):

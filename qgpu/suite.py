@@ -112,7 +112,7 @@ def print_suite_report(names: list[str], seeds: int) -> int:
 
 
 def print_model_report(names: list[str], build: str, dtype: str | None = None,
-                       gpu=None, batch: int = 1, device: str = "cpu") -> int:
+                       gpu=None, batch: int = 1, device: str = "cpu", layers: bool = True) -> int:
     """Run kernels (seed 0) on a merged model (`build`: a build directory, loaded in `dtype`;
     or `gpu`, an already loaded runtime.GpuModel) with ``--check`` (every generated token and
     every circuit layer), `batch` launches side by side (kernels of similar length together);
@@ -143,7 +143,8 @@ def print_model_report(names: list[str], build: str, dtype: str | None = None,
         t = time.perf_counter()
         try:
             outs = run_checked_batch(gpu, [r[3] for r in group],
-                                     dynamic_shared=[r[0].dynamic_shared for r in group])
+                                     dynamic_shared=[r[0].dynamic_shared for r in group],
+                                     layers=layers)
         except QgpuError as e:
             outs = [e] * len(group)
         for (k, args, place, launch, _), run in zip(group, outs, strict=True):
