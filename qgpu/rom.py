@@ -21,14 +21,11 @@ from qgpu import limits
 from qgpu.isa import (
     TERM_BITS,
     Block,
-    Instr,
     Program,
-    Term,
-    TermKind,
     encode_instr,
     encode_term,
 )
-from qgpu.lower.ir import liveness
+from qgpu.lower.ir import machine_liveness
 
 SLOTS = limits.BLOCK_SLOTS + 1  # instruction slots and the terminator row
 TERM_SLOT = limits.BLOCK_SLOTS
@@ -53,17 +50,7 @@ def live_out(prog: Program) -> list[Live]:
 
     A guarded write may not happen, so it does not kill the old value; r0 is never live.
     """
-    def reg_def(ins: Instr) -> int | None:
-        return None if ins.guard else ins.writes_reg()
-
-    def pred_def(ins: Instr) -> int | None:
-        return None if ins.guard else ins.writes_pred()
-
-    def term_pred_uses(t: Term) -> list[int]:
-        return [t.pred] if t.kind == TermKind.BRA else []
-
-    _, regs = liveness(prog, lambda i: i.reads(), reg_def, lambda t: [])
-    _, preds = liveness(prog, Instr.pred_reads, pred_def, term_pred_uses)
+    (_, regs), (_, preds) = machine_liveness(prog.blocks)
     return [
         Live(sum(1 << r for r in rs if r), sum(1 << p for p in ps))
         for rs, ps in zip(regs, preds, strict=True)

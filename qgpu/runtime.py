@@ -66,12 +66,12 @@ class GpuModel:
         if dtype not in DTYPES:
             raise UsageError(f"dtype must be one of {', '.join(DTYPES)}")
         try:
-            model = AutoModelForCausalLM.from_pretrained(path, dtype=DTYPES[dtype])
-            model = model.to(torch.device(device)).eval()
+            where = torch.device(device)
         except RuntimeError as e:
-            if "device" not in str(e).lower() and "cuda" not in str(e).lower():
-                raise
-            raise UsageError(f"cannot put the model on device {device!r}: {e}") from None
+            raise UsageError(f"--device {device!r}: {e}") from None
+        if where.type == "cuda" and not torch.cuda.is_available():
+            raise UsageError(f"--device {device!r}: this torch sees no CUDA device")
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=DTYPES[dtype]).to(where).eval()
         banks = {b: (int(layer), int(head))
                  for b, (layer, head) in meta["circuit"]["banks"].items()}
         return cls(model, dict(meta["token_ids"]), banks, dtype, path,
@@ -183,7 +183,7 @@ def run_batch(gm: GpuModel, launches: list[T.Launch], *,
     divergence) with its ModelRun or its LaunchError; `on_token(b, i, token, cache)` as in
     ``run_launch`` for launch b."""
     reference = gm.reference if check_layers else None
-    rows = [_Row(launch, T.prompt_tokens(launch), None if expected is None else expected[b],
+    rows = [_Row(T.prompt_tokens(launch), None if expected is None else expected[b],
                  None if reference is None else LayerCheck(reference))
             for b, launch in enumerate(launches)]
     width = max(len(r.prompt) for r in rows)
@@ -243,7 +243,6 @@ def _step(gm: GpuModel, cache: DynamicCache, rows: list[_Row], feeds: list[list[
 class _Row:
     """One launch of a batch while it runs."""
 
-    launch: T.Launch
     prompt: list[str]
     expected: list[str] | None
     check: LayerCheck | None
@@ -306,6 +305,7 @@ class CircuitReference:
 
     def __init__(self, gm: GpuModel) -> None:
         from qgpu.circuit.gpu import machine
+        from qgpu.compiler.evaluate import flat_offsets
         from qgpu.compiler.schedule import LayerShape, schedule
 
         sched = schedule(machine.build(), LayerShape.from_config(gm.model.config.to_dict()))
@@ -325,9 +325,7 @@ class CircuitReference:
                 if g.features[f].alias:  # selection adds onto the token input's dims
                     target = g.features[f].alias
                     last[target] = min(last[target], layer - 1)
-        offsets, at = {}, 0
-        for n, f in g.features.items():
-            offsets[n], at = at, at + f.size
+        offsets = flat_offsets(g)
         self.plan = []  # per circuit layer: (residual dims, evaluator positions, offsets, names)
         for layer in range(sched.layers):
             dims, pos, off, names = [], [], [], []

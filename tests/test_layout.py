@@ -139,3 +139,11 @@ def test_a_write_the_other_path_reads_stays() -> None:
     blocks = _guard_then((NTID,))
     blocks[3] = Block((Instr(Op.ST, 0, 4, 3, mod=Space.GLOBAL),), Term(TermKind.EXIT))
     assert hoist_into_branches(blocks) == blocks
+
+
+def test_a_write_the_other_path_reads_after_a_guarded_write_stays() -> None:
+    """A guarded write may not happen: the value before it is still live on that path."""
+    blocks = _guard_then((NTID,))
+    blocks[3] = Block((Instr(Op.ADD, 3, 1, 2, guard=guard_code(1, False)), NOP,
+                       Instr(Op.ST, 0, 4, 3, mod=Space.GLOBAL)), Term(TermKind.EXIT))
+    assert hoist_into_branches(blocks) == blocks

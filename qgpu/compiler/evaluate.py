@@ -77,6 +77,14 @@ class _Group:
         self.delta = np.array(delta, dtype=np.int64)
 
 
+def flat_offsets(g: Graph) -> dict[str, int]:
+    """Where each feature's dims start in the evaluator's flat value vector."""
+    out, at = {}, 0
+    for name, f in g.features.items():
+        out[name], at = at, at + f.size
+    return out
+
+
 class Evaluator:
     """Runs a graph token by token, keeping the memory banks. Values live in one flat integer
     vector (feature dims in a row, then a constant 1 that pads rules' literal lists)."""
@@ -86,11 +94,8 @@ class Evaluator:
         self.order = node_order(g)
         self.memory: dict[str, dict[int, list[int]]] = {b: {} for b in g.banks}
         self.history: list[np.ndarray] = []  # the last CONV_REACH tokens' values, newest last
-        self.offset: dict[str, int] = {}
-        n = 0
-        for name, f in g.features.items():
-            self.offset[name] = n
-            n += f.size
+        self.offset = flat_offsets(g)
+        n = sum(f.size for f in g.features.values())
         self.size, self.one = n + 1, n
         self.at = {(name, i): self.offset[name] + i
                    for name, f in g.features.items() for i in range(f.size)}

@@ -7,7 +7,9 @@ into ROM blocks. Virtual register 0 is the zero register.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 from qgpu.isa import PRED_DEST_OPS, Op, TermKind, source_registers, term_successors
 
@@ -135,3 +137,16 @@ def liveness(fn: IRFunction, uses_of, def_of, term_uses) -> tuple[list[set], lis
                 live_out[i], live_in[i] = out, inn
                 changed = True
     return live_in, live_out
+
+
+def machine_liveness(blocks: Sequence) -> tuple[tuple[list[set], list[set]],
+                                                tuple[list[set], list[set]]]:
+    """(live-in, live-out) registers and (live-in, live-out) predicates of machine blocks, per
+    thread. A guarded write may not happen, so it does not kill the old value."""
+    fn = SimpleNamespace(blocks=blocks)
+    regs = liveness(fn, lambda i: i.reads(), lambda i: None if i.guard else i.writes_reg(),
+                    lambda t: [])
+    preds = liveness(fn, lambda i: i.pred_reads(),
+                     lambda i: None if i.guard else i.writes_pred(),
+                     lambda t: [t.pred] if t.kind == TermKind.BRA else [])
+    return regs, preds

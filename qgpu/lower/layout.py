@@ -26,7 +26,7 @@ from qgpu.isa import (
     slot_allows,
     writes_memory,
 )
-from qgpu.lower.ir import IRBlock, IRFunction, VInstr, VTerm, liveness
+from qgpu.lower.ir import IRBlock, IRFunction, VInstr, VTerm, liveness, machine_liveness
 from qgpu.lower.regalloc import Allocation
 
 
@@ -190,10 +190,7 @@ def hoist_into_branches(blocks: list[Block]) -> list[Block]:
     the other successor, nor the branch's predicate; the two paths keep their order in the ROM
     (lowest block first), so the machine interleaves them as before."""
     while True:
-        live_in = [liveness(_Blocks(blocks), f, d, t)[0] for f, d, t in (
-            (lambda i: i.reads(), Instr.writes_reg, lambda t: []),
-            (Instr.pred_reads, Instr.writes_pred,
-             lambda t: [t.pred] if t.kind == TermKind.BRA else []))]
+        (regs_in, _), (preds_in, _) = machine_liveness(blocks)
         preds = [0] * len(blocks)
         for blk in blocks:
             for s in set(blk.term.successors()):
@@ -203,7 +200,7 @@ def hoist_into_branches(blocks: list[Block]) -> list[Block]:
             if t.kind != TermKind.BRA:
                 continue
             for s, other in ((t.target, t.other), (t.other, t.target)):
-                hoisted = _hoist(blocks, p, s, other, preds, live_in)
+                hoisted = _hoist(blocks, p, s, other, preds, (regs_in, preds_in))
                 if hoisted is not None:
                     blocks = hoisted
                     break
@@ -215,7 +212,7 @@ def hoist_into_branches(blocks: list[Block]) -> list[Block]:
 
 
 def _hoist(blocks: list[Block], p: int, s: int, other: int, preds: list[int],
-           live_in: list[list[set[int]]]) -> list[Block] | None:
+           live_in: tuple[list[set[int]], list[set[int]]]) -> list[Block] | None:
     """`blocks` with block s moved into branch block p (hoist_into_branches), or None."""
     blk, moved = blocks[p], blocks[s]
     nxt = moved.term.target
@@ -246,13 +243,6 @@ def _hoist(blocks: list[Block], p: int, s: int, other: int, preds: list[int],
         out.append(Block(instrs, Term(o.kind, index(o.target), index(o.other), o.pred,
                                       o.negated)))
     return out
-
-
-class _Blocks:
-    """A block list as ``liveness`` takes it."""
-
-    def __init__(self, blocks: list[Block]) -> None:
-        self.blocks = blocks
 
 
 def pack_slots(instrs: list[Instr]) -> list[list[Instr]]:
