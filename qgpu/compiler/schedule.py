@@ -13,6 +13,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 
 from qgpu.compiler import numerics as nx
@@ -152,6 +153,7 @@ def _schedule(g: Graph, shape: LayerShape) -> Schedule:
     place = _list_schedule(order, node_deps(g), io, used, shape)
     _sink(g, order, io, place, used, shape)
     _selection_last(g, order, io, place, used, shape)
+    _flatten(g, order, io, place, used, shape)
 
     ready = {n: -1 for n, f in g.features.items() if f.token_input}
     first: dict[str, int] = dict(ready)  # first sublayer writing each feature (its dims' birth)
@@ -298,6 +300,135 @@ def _selection_last(g: Graph, order: list, io: dict, place: dict, used: dict,
     for w in writers:
         place[w] = s
         used[("rules", s)] = used.get(("rules", s), 0) + io[w][2]
+
+
+FLATTEN_REACH = 8  # sublayers a node may move either way in one step
+FLATTEN_CONE = 64  # nodes one move may shift along with it (its users or its dependencies)
+
+
+def _flatten(g: Graph, order: list, io: dict, place: dict, used: dict,
+             shape: LayerShape, passes: int = 4) -> None:
+    """Lower the peak of live residual dims (what K must hold) by hill-climbing: move a node up
+    to FLATTEN_REACH sublayers, shifting the users it would overtake later (or the dependencies
+    it would pass earlier) just enough, within the sublayers' room, while the profile of live
+    dims — each feature from its first writer to the clear after its last reader — gets a
+    lower peak, or as high a peak at fewer sublayers (the sum of (live / peak)^8 falls). The
+    layers stay as many; the output selection's sublayer stays last."""
+    deps = node_deps(g)
+    users: dict[tuple[str, str], list] = {n: [] for n in order}
+    for n in order:
+        for d in deps[n]:
+            users[d].append(n)
+    aliased = {f.alias for f in g.features.values() if f.alias}
+    writers: dict[str, list] = {}
+    readers: dict[str, list] = {}
+    for n in order:
+        for f in io[n][1]:
+            writers.setdefault(f, []).append(n)
+        for f in io[n][0]:
+            readers.setdefault(f, []).append(n)
+    last = max(place.values())
+    fixed = {n for n in order if place[n] == last and n[0] == "rules"}  # the selection
+    forever = {n for n, f in g.features.items()
+               if n in aliased or (f.token_input and f.accumulate) or n not in readers}
+    cap = {"rules": shape.intermediate, "bank": shape.gdn_heads}
+
+    def span(f: str) -> tuple[int, int]:
+        """The sublayers [birth, end) in which f holds its dims."""
+        feat = g.features[f]
+        b = -1 if feat.token_input else min(place[w] for w in writers[f])
+        if f in forever:
+            return max(b, 0), last + 1
+        at = [place[r] for r in readers[f]]
+        b -= b in at  # read where it is born: it cannot take the dims cleared there
+        c = max(at)
+        c += c % 2 == 0
+        return max(b, 0), (last + 1 if c >= last else c)
+
+    sizes = {f: g.features[f].size for f in g.features if not g.features[f].alias}
+    live = np.zeros(last + 1)
+    load = np.zeros(last + 2)  # MLP neurons per sublayer: rules, and the clears (one per dim)
+    for (kind, s), n in used.items():
+        if kind == "rules":
+            load[s] += n
+    spans = {}
+    for f in sizes:
+        if f in writers or g.features[f].token_input:
+            spans[f] = span(f)
+            live[spans[f][0]:spans[f][1]] += sizes[f]
+            load[spans[f][1]] += sizes[f]
+
+    def cost(prof: np.ndarray, load: np.ndarray) -> tuple[float, float, float]:
+        """Neurons over an MLP's room first (a clear that waits for room keeps its dims
+        longer than the profile says), then the peak, then how many sublayers come near it."""
+        top = prof.max()
+        over = np.maximum(load[:last + 1] - shape.intermediate, 0).sum()
+        return over, top, float(((prof / top) ** 8).sum())
+
+    def cone(n: tuple[str, str], s: int) -> dict | None:
+        """New places when n moves to s: the nodes it would overtake shifted just past it."""
+        later = s > place[n]
+        moves = {n: s}
+        stack = [n]
+        while stack:
+            m = stack.pop()
+            for u in users[m] if later else deps[m]:
+                at = moves.get(u, place[u])
+                if (at > moves[m]) if later else (at < moves[m]):
+                    continue
+                need = moves[m] + (1 if later else -1)
+                if (need % 2 == 1) != (u[0] == "rules"):
+                    need += 1 if later else -1
+                if u in fixed or not 0 <= need <= last - 1 or len(moves) >= FLATTEN_CONE:
+                    return None
+                moves[u] = need
+                stack.append(u)
+        return moves
+
+    best = cost(live, load)
+    for _ in range(passes):
+        moved = False
+        for n in order:
+            if n in fixed:
+                continue
+            here, choice = place[n], None
+            for s in range(here - FLATTEN_REACH, here + FLATTEN_REACH + 1, 2):
+                moves = None if s == here or not 0 <= s <= last - 1 else cone(n, s)
+                if moves is None:
+                    continue
+                room = {}
+                for m, t in moves.items():
+                    room[(m[0], place[m])] = room.get((m[0], place[m]), 0) - io[m][2]
+                    room[(m[0], t)] = room.get((m[0], t), 0) + io[m][2]
+                if any(used.get(key, 0) + d > cap[key[0]] for key, d in room.items() if d > 0):
+                    continue
+                old = {m: place[m] for m in moves}
+                place.update(moves)
+                trial, trial_load = live.copy(), load.copy()
+                new = {}
+                for f in {f for m in moves for f in io[m][0] | io[m][1] if f in spans}:
+                    (b0, e0), (b1, e1) = spans[f], span(f)
+                    trial[b0:e0] -= sizes[f]
+                    trial[b1:e1] += sizes[f]
+                    trial_load[e0] -= sizes[f]
+                    trial_load[e1] += sizes[f]
+                    new[f] = (b1, e1)
+                for (kind, t), d in room.items():
+                    if kind == "rules":
+                        trial_load[t] += d
+                place.update(old)
+                c = cost(trial, trial_load)
+                if c < best:
+                    best, choice = c, (moves, room, trial, trial_load, new)
+            if choice is not None:
+                moves, room, live, load, new = choice
+                for key, d in room.items():
+                    used[key] = used.get(key, 0) + d
+                place.update(moves)
+                spans.update(new)
+                moved = True
+        if not moved:
+            break
 
 
 def _place_clears(g: Graph, shape: LayerShape, ready: dict[str, int],

@@ -160,6 +160,40 @@ def test_scheduler_packs_by_dependency_and_capacity() -> None:
     assert sched.allocation_map()["k_used"] == 6
 
 
+def staggered_graph() -> Graph:
+    """Two 64-bit features, each made from s and reduced to one bit, both ready at once and
+    needed only at the end of a chain: placed as soon as possible they are live together."""
+    g = Graph()
+    g.feature("s", 1, "bits", token_input=True)
+    for k in range(4):
+        g.feature(f"b{k}", 1)
+        g.rule_group(f"b{k}", [Rule((((f"b{k - 1}" if k else "s", 0), 1),),
+                                    (((f"b{k}", 0), 1),))])
+    for name in ("aw", "cw"):
+        g.feature(name, 64)
+        g.rule_group(name, [Rule(((("s", 0), 1),), (((name, i), 1),)) for i in range(64)])
+        g.feature(f"{name}.all", 1)
+        g.rule_group(f"{name}.all", [Rule(tuple(((name, i), 1) for i in range(64)),
+                                          (((f"{name}.all", 0), 1),))])
+    g.feature("out", 1)
+    g.rule_group("out", [Rule(((("b3", 0), 1), (("aw.all", 0), 1), (("cw.all", 0), 1)),
+                              ((("out", 0), 1),))])
+    return g
+
+
+def test_the_scheduler_staggers_work_to_lower_the_peak() -> None:
+    """The peak of live dims sets K: one of the two wide features moves (with its reader) so
+    that the second takes the first's dims (as soon as possible: 3 + 2 x 64 + 3), in as many
+    layers."""
+    sched = schedule(staggered_graph(), SHAPE, pack=False)
+    assert sched.k_used <= 3 + 64 + 3 and sched.layers == 5
+
+
+@pytest.mark.parametrize("dtype,step", MODES)
+def test_staggered_work_is_exact(dtype: str, step: bool) -> None:
+    assert_exact(staggered_graph(), [{"s": [t % 2]} for t in range(4)], dtype, step)
+
+
 @pytest.mark.parametrize("dtype,step", MODES)
 def test_a_selection_waits_for_every_reader_of_the_input_it_shares(dtype: str,
                                                                     step: bool) -> None:

@@ -7,10 +7,10 @@ else the word the lane read from memory (``x{s}.m{l}``). Its new value is the op
 to old and the lane's value register (port v; CAS's swap value comes through port b):
 
     a.o{l}  old = a.n{k} of the latest same-word lane k < l, else memory       (1 layer)
-    a.s{l}  old + y  (y: the value for ADD, 1 for INC, -1 for DEC)            (2 layers)
+    a.s{l}  old + y  (y: the value for ADD, 1 for INC, -1 for DEC; CAS's swap value)  (2 layers)
     a.f{l}  old <u v, old == v;  a.z{l}: old == 0                             (2 layers)
     a.n{l}  new = ADD: the sum; MIN/MAX(U): old or v by the compare; EXCH: v; CAS: old == v ?
-            c : old; AND/OR/XOR: bitwise; INC: old >=u v ? 0 : old + 1; DEC: (old == 0 or
+            y : old; AND/OR/XOR: bitwise; INC: old >=u v ? 0 : old + 1; DEC: (old == 0 or
             old >u v) ? v : old - 1                                              (1 layer)
 
 so lane l's new value exists 4(l + 1) layers after the memory read. Nothing in the block reads
@@ -69,10 +69,10 @@ def atomic_unit(g: Graph) -> None:
 
 
 def _operands(g: Graph, lane: int) -> None:
-    """a.r{l}: the lane runs the atomic; a.v{l}, a.c{l}: its value and CAS's swap value; a.y{l}:
-    what the adder adds to old."""
-    run, v, c, y = (f"a.{x}{lane}" for x in "rvcy")
-    for f, size in ((run, 1), (v, WORD), (c, WORD), (y, WORD)):
+    """a.r{l}: the lane runs the atomic; a.v{l}: its value; a.y{l}: what the adder adds to old,
+    or CAS's swap value (a CAS adds nothing, so the two share one feature)."""
+    run, v, y = (f"a.{x}{lane}" for x in "rvy")
+    for f, size in ((run, 1), (v, WORD), (y, WORD)):
         g.feature(f, size)
     rules = []
     for s in MEMORY_SLOTS:
@@ -81,7 +81,7 @@ def _operands(g: Graph, lane: int) -> None:
         for i in range(WORD):
             rules.append(Rule(here + (((f"x{s}.v{lane}", i), 1),), (((v, i), 1),)))
             rules.append(Rule(here + (((f"x{s}.cas", 0), 1), ((f"x{s}.b{lane}", i), 1)),
-                              (((c, i), 1),)))
+                              (((y, i), 1),)))
             rules.append(Rule(here + field_is(s, "mod", Atom.ADD)
                               + (((f"x{s}.v{lane}", i), 1),), (((y, i), 1),)))
         rules.append(Rule(here + field_is(s, "mod", Atom.INC), (((y, 0), 1),)))
@@ -113,7 +113,7 @@ def _old(g: Graph, lane: int) -> None:
 
 def _update(g: Graph, lane: int) -> None:
     """a.s, a.f, a.z and the new value a.n of one lane."""
-    old, v, c, y = (f"a.{x}{lane}" for x in "ovcy")
+    old, v, y = (f"a.{x}{lane}" for x in "ovy")
     total, flags, zero, new = (f"a.{x}{lane}" for x in "sfzn")
     run = ((f"a.r{lane}", 0), 1)
     g.feature(total, WORD)
@@ -136,7 +136,7 @@ def _update(g: Graph, lane: int) -> None:
                 for less in (0, 1):
                     cond = _kind(k) + (((old, WORD - 1), o31), ((v, WORD - 1), v31), (lt, less))
                     rules += put(cond, old if _take_old(k, o31, v31, less) else v)
-    rules += put(_kind(Atom.CAS) + ((eq, 1),), c) + put(_kind(Atom.CAS) + ((eq, 0),), old)
+    rules += put(_kind(Atom.CAS) + ((eq, 1),), y) + put(_kind(Atom.CAS) + ((eq, 0),), old)
     for k, fn in ((Atom.AND, operator.and_), (Atom.OR, operator.or_),
                   (Atom.XOR, operator.xor)):
         rules += [Rule((run,) + _kind(k) + (((old, i), x), ((v, i), w)), (((new, i), 1),))
