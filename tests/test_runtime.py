@@ -219,6 +219,6 @@ def test_a_runaway_launch_stops_at_the_token_limit(gpu) -> None:
     """A kernel that never ends: the step limit (generated tokens) stops it with a clear error
     naming the last block the model ran."""
     kernel = compile_file(Path(__file__).parent / "user_kernels" / "spin_wait.cu").kernel()
-    with pytest.raises(runtime.LaunchError, match="did not end within 40 generated tokens"):
+    with pytest.raises(runtime.LaunchError, match="did not end within 12 generated tokens"):
         kernel.launch(grid=(1, 1), block=(4, 1), args=[[0], {"zeros": 4}], backend="model",
-                      model=gpu, step_limit=40)
+                      model=gpu, step_limit=12)

@@ -630,14 +630,21 @@ def unpack(g: Graph, name: str, packed: str, out: str, *, digit_bits: int = 4) -
     """out (bits) += the bits of every digit of `packed` (``pack``'s output): count steps.
     Exact: each digit below 2**digit_bits; out 0. Cost: 2 (2**digit_bits - 1) neurons per
     digit, 1 layer."""
+    g.rule_group(name, unpack_rules(g, packed, out, digit_bits=digit_bits))
+
+
+def unpack_rules(g: Graph, packed: str, out: str, *, when: When = (),
+                 digit_bits: int = 4) -> list[Rule]:
+    """``unpack``'s rules, each also needing `when`: for a group that adds a packed value's
+    bits among other rules (a patch that reads a packed operand)."""
     n = _feature(g, out).size
     rules = []
     for k in range(_feature(g, packed).size):
         bits = range(k * digit_bits, min(n, (k + 1) * digit_bits))
         rules += _step_digits(packed, k, (1 << len(bits)) - 1,
                               lambda v, bits=bits: [((out, i), 1) for j, i in enumerate(bits)
-                                                    if v >> j & 1])
-    g.rule_group(name, rules)
+                                                    if v >> j & 1], tuple(when))
+    return rules
 
 
 def popcount(g: Graph, name: str, a: str, out: str, *, when: When = ()) -> None:

@@ -23,6 +23,7 @@ The graph is the reference semantics (``evaluate.py``) and the input of the sche
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -145,6 +146,34 @@ class Graph:
     reads: list[Read] = field(default_factory=list)
     rule_inputs: dict[str, set[str]] = field(default_factory=dict)
     rule_outputs: dict[str, set[str]] = field(default_factory=dict)
+    # feature -> [(image, per dim i of the feature: (image dim, weight))] (``mirror``)
+    mirrors: dict[str, list[tuple[str, Callable[[int], tuple[int, int]]]]] = field(
+        default_factory=dict)
+
+    def mirror(self, feature: str, image: str,
+               weight: Callable[[int], tuple[int, int]]) -> None:
+        """From now on (and for the rules already there) every rule that adds d to dim i of
+        `feature` also adds d * w to dim j of `image`, (j, w) = weight(i): a linear image of
+        the feature (its base-16 digits, say) that costs no neuron and no layer, ready in the
+        same sublayer as the feature. `image` must accumulate (every writer adds to it)."""
+        if not self.features[image].accumulate:
+            raise ValueError(f"mirror image {image} must be an accumulate feature")
+        self.mirrors.setdefault(feature, []).append((image, weight))
+        for name in [n for n, outs in self.rule_outputs.items() if feature in outs]:
+            self.rules[name] = [self._mirrored(r, feature, image, weight)
+                                for r in self.rules[name]]
+            self.rule_outputs[name].add(image)
+
+    @staticmethod
+    def _mirrored(rule: Rule, feature: str, image: str,
+                  weight: Callable[[int], tuple[int, int]]) -> Rule:
+        extra: dict[Dim, int] = {}
+        for (f, i), d in rule.deltas:
+            if f == feature:
+                j, w = weight(i)
+                extra[(image, j)] = extra.get((image, j), 0) + d * w
+        deltas = rule.deltas + tuple((dim, v) for dim, v in extra.items() if v)
+        return Rule(rule.literals, deltas, rule.label, rule.count)
 
     def feature(self, name: str, size: int, code: Code = "bits", *, token_input: bool = False,
                 accumulate: bool = False, alias: str | None = None) -> Feature:
@@ -180,6 +209,10 @@ class Graph:
             if feat.token_input or any(f in o for o in self.rule_outputs.values()) \
                     or any(r.out == f for r in self.reads):
                 raise ValueError(f"feature {f} already has a writer")
+        for f in outs & set(self.mirrors):
+            for image, weight in self.mirrors[f]:
+                rules = [self._mirrored(r, f, image, weight) for r in rules]
+                outs = outs | {image}
         self.rules[name] = rules
         self.rule_inputs[name] = ins
         self.rule_outputs[name] = outs

@@ -23,7 +23,7 @@ MIN_BITS = 8  # narrower features save too little for the pack's and unpack's ne
 MIN_GAP = 8  # sublayers a feature must wait unread to be held packed
 
 
-PACK_ROUNDS = 3  # the scheduler packs again while K falls (each round shifts the schedule)
+PACK_ROUNDS = 4  # the scheduler packs again; each round shifts the schedule (best one kept)
 Node = tuple[str, str]
 
 

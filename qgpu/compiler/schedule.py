@@ -124,20 +124,20 @@ def schedule(g: Graph, shape: LayerShape, *, pack: bool = True) -> Schedule:
     outputs are read later towards its first reader (so values do not sit in the residual longer
     than needed), then give features residual dims, reusing the dims of features that are dead
     (cleared by extra rules). With `pack`, features that wait long between reads are then held
-    packed (packing.py), round after round while that needs fewer dims in no more layers: the
-    schedule's graph is then the rewritten one (``Schedule.graph``)."""
-    sched = _schedule(g, shape)
+    packed (packing.py), round after round (each packs what the last one's placement leaves
+    waiting), and the round needing the fewest dims in no more layers is kept: the schedule's
+    graph is then the rewritten one (``Schedule.graph``)."""
+    best = sched = _schedule(g, shape)
     for _ in range(PACK_ROUNDS if pack else 0):  # a round's packing shifts the schedule: again
         place = {("rules", n): 2 * L + 1 for n, (L, _) in sched.neurons.items()}
         place |= {("bank", b): 2 * L for b, (L, _) in sched.heads.items()}
         packed = pack_idle(sched.graph, place)
         if packed is None:
             break
-        better = _schedule(packed, shape)
-        if better.k_used >= sched.k_used or better.layers > sched.layers:
-            break
-        sched = better
-    return sched
+        sched = _schedule(packed, shape)
+        if sched.k_used < best.k_used and sched.layers <= best.layers:
+            best = sched
+    return best
 
 
 def _schedule(g: Graph, shape: LayerShape) -> Schedule:

@@ -5,9 +5,10 @@ Per slot s and lane l:
 * **operands** — ports a, b (and c in multiplier slots, v in memory slots) read the lane's
   register file (one bits-bank copy per slot, port and lane, row = (warp, register) addressed in
   binary, all written by VAL frames) at the register the slot's fields name. A value an earlier
-  slot of the same block wrote is patched in place: the read feature gets +1/-1 per differing bit
-  from the latest earlier slot that wrote that register in this lane. With ``bi`` the immediate
-  is added to port b (which then reads r0 = 0); so is a memory access's offset.
+  slot of the same block wrote is patched in place from the latest earlier slot that wrote that
+  register in this lane: its result waits as base-16 digits (``x{s}.rpk{l}``, a mirror of the
+  result's writers), the read's bits are cleared and the digits' bits added. With ``bi`` the
+  immediate is added to port b (which then reads r0 = 0); so is a memory access's offset.
 * **guard** — the warp's predicate row is read once per slot and patched bit by bit from earlier
   slots; ``x{s}.ex{l}`` = the lane is active and its guard allows the instruction.
 * **results** — every unit adds into ``x{s}.res{l}`` (or the predicate ``x{s}.pres{l}``) gated
@@ -66,13 +67,15 @@ def any_op(g: Graph, name: str, slot: int, ops: tuple[Op, ...]) -> None:
 
 
 def _patch(g: Graph, name: str, slot: int, target: Callable[[int], str], width: int,
-           same: Callable[[int], list[tuple]], wrote: str, result: str,
+           same: Callable[[int], list[tuple]], wrote: str, packed: str,
            extra: Callable[[int], list[Rule]] = lambda lane: []) -> None:
     """Patch the read feature target(lane) with the value that the latest earlier slot j of the
-    block wrote to the same register / predicate in that lane: eq (the slots name the same one:
-    any of same(j)'s literal sets holds) -> hit (and the lane wrote it) -> sel (no later slot
-    hit) -> +1 / -1 per bit that differs from the read. `extra(lane)`: rules that join the
-    lane's patch group (in its layer, so they do not bring the feature's birth forward)."""
+    block wrote to the same register in that lane: eq (the slots name the same one: any of
+    same(j)'s literal sets holds) -> hit (and the lane wrote it) -> sel (no later slot hit) ->
+    the read's set bits cleared and slot j's result added from its base-16 digits (`packed`,
+    ``packed_results``: a result waits for later slots in 8 dims, not 32, and its bits never
+    come back: the patch's count steps write them). `extra(lane)`: rules that join the lane's
+    patch group (in its layer, so they do not bring the feature's birth forward)."""
     js = list(range(slot))
     eq = f"{name}.eq"
     g.feature(eq, len(js))
@@ -86,9 +89,10 @@ def _patch(g: Graph, name: str, slot: int, target: Callable[[int], str], width: 
         g.rule_group(sel, [Rule((((hit, j), 1),) + tuple(((hit, m), 0) for m in js[j + 1:]),
                                 (((sel, j), 1),)) for j in js])
         g.rule_group(f"{out}.patch", [
-            Rule((((sel, j), 1), ((result.format(j=j, lane=lane), i), new), ((out, i), 1 - new)),
-                 (((out, i), 1 if new else -1),))
-            for j in js for i in range(width) for new in (0, 1)] + extra(lane))
+            Rule((((sel, j), 1), ((out, i), 1)), (((out, i), -1),))
+            for j in js for i in range(width)] + [
+            r for j in js for r in gd.unpack_rules(g, packed.format(j=j, lane=lane), out,
+                                                   when=(((sel, j), 1),))] + extra(lane))
 
 
 def port_source(g: Graph, s: int, port: str) -> tuple[list[Dim], Dim]:
@@ -134,7 +138,7 @@ def operands(g: Graph, s: int) -> None:
                    lambda j, field=field, enable=enable: [
                        ((enable, 1),) + tuple((d, r >> i & 1) for i, d in enumerate(field))
                        + field_is(j, "d", r) for r in range(limits.NUM_REGS)],
-                   "x{j}.wr{lane}", "x{j}.res{lane}", extra)
+                   "x{j}.wr{lane}", "x{j}.rpk{lane}", extra)
         elif port == "b":
             g.rule_group(f"x{s}.imm", [r for lane in LANES for r in extra(lane)])
 
@@ -527,6 +531,14 @@ def branch(g: Graph) -> None:
         for lane in LANES for p in range(limits.NUM_PREDS) for n in (0, 1)])
 
 
+def packed_results(g: Graph, s: int) -> None:
+    """x{s}.rpk{l}: slot s's result in base-16 digits, which later slots' patches read: a
+    mirror of the result (every unit's rule adds to the digits too), ready with it."""
+    for lane in LANES:
+        g.feature(f"x{s}.rpk{lane}", WORD // 4, accumulate=True)
+        g.mirror(f"x{s}.res{lane}", f"x{s}.rpk{lane}", lambda i: (i // 4, 1 << i % 4))
+
+
 def build_slots(g: Graph) -> None:
     for s in range(limits.BLOCK_SLOTS):
         if SLOT_UNITS[s] == "memory":
@@ -546,6 +558,8 @@ def build_slots(g: Graph) -> None:
             memory.shuffle_unit(g, s)
             memory.fault_checks(g, s)
             memory.store_records(g, s)
+        if s < limits.BLOCK_SLOTS - 1:  # read by the patches of slots s + 1..
+            packed_results(g, s)
     atomic.atomic_unit(g)
     memory.first_fault(g)
     branch(g)
