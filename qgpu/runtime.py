@@ -313,15 +313,11 @@ class CircuitReference:
             raise UsageError(f"{gm.path} was built from another version of the GPU circuit "
                              "than this qgpu's: rebuild it (python -m qgpu build)")
         g = self.graph = sched.graph  # the graph the build compiled (packing.py rewrote it)
-        done: dict[str, int] = {n: -1 for n, f in g.features.items() if f.token_input}
-        for bank, (layer, _) in sched.heads.items():
-            for r in (r for r in g.reads if r.bank == bank):
-                done[r.out] = max(done.get(r.out, -1), 2 * layer)
+        done = sched.ready
         last = {n: sched.clears[n][0] - 1 if n in sched.clears else sched.layers - 1
                 for n in g.features}
         for grp, (layer, _) in sched.neurons.items():
             for f in g.rule_outputs[grp]:
-                done[f] = max(done.get(f, -1), 2 * layer + 1)
                 if g.features[f].alias:  # selection adds onto the token input's dims
                     target = g.features[f].alias
                     last[target] = min(last[target], layer - 1)

@@ -13,37 +13,37 @@ bits.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from qgpu.compiler import gadgets as gd
 from qgpu.compiler.graph import Addr, Address, Graph, Part, Read, Rule, Write, addr_features
+
+if TYPE_CHECKING:
+    from qgpu.compiler.schedule import Schedule
 
 DIGIT_BITS = 4
 MIN_BITS = 8  # narrower features save too little for the pack's and unpack's neurons
 MIN_GAP = 8  # sublayers a feature must wait unread to be held packed
 
 
-PACK_ROUNDS = 4  # the scheduler packs again; each round shifts the schedule (best one kept)
+PACK_ROUNDS = 3  # the scheduler packs again; each round shifts the schedule (best one kept)
 Node = tuple[str, str]
 
 
-def pack_idle(g: Graph, place: Mapping[Node, int]) -> Graph | None:
-    """The graph with every wide 0/1 feature that waits at least MIN_GAP sublayers between two
-    reads (in the placement `place`: node -> sublayer) held packed across its longest wait;
-    None when no feature waits that long."""
-    reads: dict[str, list[tuple[int, tuple[str, str]]]] = {}
-    ready: dict[str, int] = {}
-    for node, s in place.items():
+def pack_idle(sched: Schedule) -> Graph | None:
+    """The schedule's graph with every wide 0/1 feature that waits at least MIN_GAP sublayers
+    between two reads (in the schedule's placement) held packed across its longest wait; None
+    when no feature waits that long."""
+    g, ready = sched.graph, sched.ready
+    reads: dict[str, list[tuple[int, Node]]] = {}
+    for node, s in sched.place().items():
         kind, name = node
         if kind == "rules":
             ins = g.rule_inputs[name]
-            for f in g.rule_outputs[name]:
-                ready[f] = max(ready.get(f, -1), s)
         else:
             ins = g.write_inputs(name) | {f for r in g.reads if r.bank == name
                                           for f in addr_features(r.addr)}
-            for r in (r for r in g.reads if r.bank == name):
-                ready[r.out] = max(ready.get(r.out, -1), s)
         for f in ins:
             reads.setdefault(f, []).append((s, node))
     counted = {r.count[0][0] for rules in g.rules.values() for r in rules if r.count}

@@ -51,6 +51,8 @@ class Schedule:
     clears: dict[str, tuple[int, int]] = field(default_factory=dict)  # feature -> (layer, neuron)
     # cleared feature -> per dim, whether the clear leaves CARRIER (the dim's next holder is a read)
     clear_to_carrier: dict[str, list[bool]] = field(default_factory=dict)
+    # feature -> the sublayer of its last writer (GDN 2L, MLP 2L + 1; token inputs -1)
+    ready: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.read_outputs = frozenset(r.out for r in self.graph.reads)
@@ -61,6 +63,11 @@ class Schedule:
     def offset(self, feature: str) -> float:
         """What a feature's dims hold under its value: CARRIER under a memory read, else 0."""
         return nx.CARRIER if feature in self.read_outputs else 0.0
+
+    def place(self) -> dict[tuple[str, str], int]:
+        """Every node's sublayer: ("rules", group) -> 2L + 1, ("bank", bank) -> 2L."""
+        return ({("rules", n): 2 * L + 1 for n, (L, _) in self.neurons.items()}
+                | {("bank", b): 2 * L for b, (L, _) in self.heads.items()})
 
     def live(self, feature: str) -> bool:
         """Whether the feature still holds its value after the last layer."""
@@ -129,9 +136,7 @@ def schedule(g: Graph, shape: LayerShape, *, pack: bool = True) -> Schedule:
     graph is then the rewritten one (``Schedule.graph``)."""
     best = sched = _schedule(g, shape)
     for _ in range(PACK_ROUNDS if pack else 0):  # a round's packing shifts the schedule: again
-        place = {("rules", n): 2 * L + 1 for n, (L, _) in sched.neurons.items()}
-        place |= {("bank", b): 2 * L for b, (L, _) in sched.heads.items()}
-        packed = pack_idle(sched.graph, place)
+        packed = pack_idle(sched)
         if packed is None:
             break
         sched = _schedule(packed, shape)
@@ -178,7 +183,7 @@ def _schedule(g: Graph, shape: LayerShape) -> Schedule:
     dims, carriers, clear_to_carrier, k = _allocate(g, first, clears, read_at_birth)
     layers = max([last] + [2 * L + 1 for L, _ in clears.values()]) // 2 + 1
     return Schedule(g, shape, max(layers, 1), dims, k, heads, neurons, carriers, clears,
-                    clear_to_carrier)
+                    clear_to_carrier, ready)
 
 
 def _list_schedule(order: list, deps: dict, io: dict, used: dict,
