@@ -155,10 +155,15 @@ def _schedule(g: Graph, shape: LayerShape) -> Schedule:
     # ties go to nodes with outputs: banks nothing in the circuit reads take the heads left over
     order = [n for n in order if io[n][1]] + [n for n in order if not io[n][1]]
     used: dict[tuple[str, int], int] = {}  # (kind, sublayer) -> neurons or heads taken
-    place = _list_schedule(order, node_deps(g), io, used, shape)
+    deps = node_deps(g)
+    users: dict[tuple[str, str], list] = {n: [] for n in order}  # the nodes that need each one
+    for n in order:
+        for d in deps[n]:
+            users[d].append(n)
+    place = _list_schedule(order, deps, users, io, used, shape)
     _sink(g, order, io, place, used, shape)
     _selection_last(g, order, io, place, used, shape)
-    _flatten(g, order, io, place, used, shape)
+    _flatten(g, order, deps, users, io, place, used, shape)
 
     ready = {n: -1 for n, f in g.features.items() if f.token_input}
     first: dict[str, int] = dict(ready)  # first sublayer writing each feature (its dims' birth)
@@ -186,16 +191,12 @@ def _schedule(g: Graph, shape: LayerShape) -> Schedule:
                     clear_to_carrier, ready)
 
 
-def _list_schedule(order: list, deps: dict, io: dict, used: dict,
+def _list_schedule(order: list, deps: dict, users: dict, io: dict, used: dict,
                    shape: LayerShape) -> dict[tuple[str, str], int]:
     """Place every node at the first sublayer of its kind (GDN even, MLP odd) after all its
     dependencies, filling each sublayer with the ready nodes that have the longest chain of
     dependants first (so a full layer delays the nodes with slack, not the critical path)."""
     height: dict[tuple[str, str], int] = {}
-    users: dict[tuple[str, str], list] = {n: [] for n in order}
-    for n in order:
-        for d in deps[n]:
-            users[d].append(n)
     for n in reversed(order):
         height[n] = 1 + max((height[u] for u in users[n]), default=0)
     rank = {n: i for i, n in enumerate(order)}
@@ -311,19 +312,14 @@ FLATTEN_REACH = 8  # sublayers a node may move either way in one step
 FLATTEN_CONE = 64  # nodes one move may shift along with it (its users or its dependencies)
 
 
-def _flatten(g: Graph, order: list, io: dict, place: dict, used: dict,
-             shape: LayerShape, passes: int = 4) -> None:
+def _flatten(g: Graph, order: list, deps: dict, users: dict, io: dict, place: dict,
+             used: dict, shape: LayerShape, passes: int = 4) -> None:
     """Lower the peak of live residual dims (what K must hold) by hill-climbing: move a node up
     to FLATTEN_REACH sublayers, shifting the users it would overtake later (or the dependencies
     it would pass earlier) just enough, within the sublayers' room, while the profile of live
     dims — each feature from its first writer to the clear after its last reader — gets a
     lower peak, or as high a peak at fewer sublayers (the sum of (live / peak)^8 falls). The
     layers stay as many; the output selection's sublayer stays last."""
-    deps = node_deps(g)
-    users: dict[tuple[str, str], list] = {n: [] for n in order}
-    for n in order:
-        for d in deps[n]:
-            users[d].append(n)
     aliased = {f.alias for f in g.features.values() if f.alias}
     writers: dict[str, list] = {}
     readers: dict[str, list] = {}
