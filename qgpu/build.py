@@ -167,7 +167,7 @@ def build(
 
     compiler = CIRCUITS[circuit]
     merge_key = {
-        "sources": _source_hash(
+        "sources": source_hash(
             [__name__, "qgpu.merge", compiler.__module__], [Path(inspect.getfile(compiler))]
         ),
         "base": _digest(base_key),
@@ -198,7 +198,7 @@ def _base_stage(
         key = {
             "kind": "tiny",
             "params": TINY_BASE,
-            "sources": _source_hash(["qgpu.tinybase"], [tinybase.CHAT_TEMPLATE]),
+            "sources": source_hash(["qgpu.tinybase"], [tinybase.CHAT_TEMPLATE]),
         }
         return key, lambda tmp: tinybase.write_tiny_base(tmp, **TINY_BASE, cache_dir=stages.root)
     path = Path(base)
@@ -206,7 +206,7 @@ def _base_stage(
         key = {
             "kind": "dir",
             "files": stages.file_hashes(path),
-            "sources": _source_hash([], [Path(__file__)]),
+            "sources": source_hash([], [Path(__file__)]),
         }
         return key, lambda tmp: _link_files(path, tmp)
     _progress(f"resolving {base} on the Hugging Face Hub")
@@ -216,7 +216,7 @@ def _base_stage(
         raise UsageError(f"could not download {base}: {e}") from e
     commit = snapshot.name if re.fullmatch(r"[0-9a-f]{40}", snapshot.name) else None
     identity = {"commit": commit} if commit else {"files": stages.file_hashes(snapshot)}
-    key = {"kind": "hub", "repo": base, **identity, "sources": _source_hash([], [Path(__file__)])}
+    key = {"kind": "hub", "repo": base, **identity, "sources": source_hash([], [Path(__file__)])}
     return key, lambda tmp: _link_files(snapshot, tmp)
 
 
@@ -349,7 +349,7 @@ def _remove(path: Path) -> None:
         path.unlink()
 
 
-def _source_hash(modules: list[str], extra_files: Sequence[Path] = ()) -> str:
+def source_hash(modules: list[str], extra_files: Sequence[Path] = ()) -> str:
     """sha256 over the source files of `modules` and every qgpu module they import."""
     seen: dict[str, Path] = {}
     todo = list(modules)

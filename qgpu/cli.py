@@ -177,10 +177,10 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 print(f"base:   {out['base']}\nmerged: {out['merged']}")
         elif ns.command == "map":
-            from qgpu.circuit.gpu import machine
-            from qgpu.compiler.schedule import LayerShape, schedule
+            from qgpu.circuit.gpu.compiled import gpu_schedule
+            from qgpu.compiler.schedule import LayerShape
 
-            sched = schedule(machine.build(), LayerShape())
+            sched = gpu_schedule(LayerShape())
             print(json.dumps(sched.allocation_map()) if ns.json else sched.table())
         elif ns.model:
             from qgpu.suite import print_model_report

@@ -304,11 +304,11 @@ class CircuitReference:
     run and the dims are not cleared yet — with their residual dims and carrier offsets."""
 
     def __init__(self, gm: GpuModel) -> None:
-        from qgpu.circuit.gpu import machine
+        from qgpu.circuit.gpu.compiled import gpu_schedule
         from qgpu.compiler.evaluate import flat_offsets
-        from qgpu.compiler.schedule import LayerShape, schedule
+        from qgpu.compiler.schedule import LayerShape
 
-        sched = schedule(machine.build(), LayerShape.from_config(gm.model.config.to_dict()))
+        sched = gpu_schedule(LayerShape.from_config(gm.model.config.to_dict()))
         if sched.heads != gm.banks or sched.layers != gm.circuit_layers:
             raise UsageError(f"{gm.path} was built from another version of the GPU circuit "
                              "than this qgpu's: rebuild it (python -m qgpu build)")

@@ -19,8 +19,8 @@ from transformers import AutoTokenizer
 
 from qgpu import cli, interp, runtime
 from qgpu import tokens as T
-from qgpu.circuit.gpu import machine
-from qgpu.compiler.schedule import LayerShape, schedule
+from qgpu.circuit.gpu.compiled import gpu_schedule
+from qgpu.compiler.schedule import LayerShape
 from qgpu.driver import SUITE_DIR, compile_file, place_arguments
 from qgpu.merge import read_text_config
 from qgpu.runtime import Divergence, GpuModel, run_launch
@@ -197,7 +197,7 @@ def test_check_names_the_first_circuit_layer_that_goes_wrong(gpu) -> None:
     """A broken weight: the rule group writing ``cur.m`` (the last EXEC's lanes) loses its down
     projection. ``--check`` stops in the first pass that needs cur.m, at that group's layer,
     naming the feature — before any token goes wrong."""
-    sched = schedule(machine.build(), LayerShape.from_config(gpu.model.config.to_dict()))
+    sched = gpu_schedule(LayerShape.from_config(gpu.model.config.to_dict()))
     layer, _ = sched.neurons["cur.m"]
     rows = [gpu.d_base + d for d in sched.dims["cur.m"]]
     down = gpu.model.model.layers[layer].mlp.down_proj.weight

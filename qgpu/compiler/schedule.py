@@ -126,26 +126,38 @@ def _ranges(ds: list[int]) -> list[list[int]] | list[int]:
     return runs[0] if len(runs) == 1 else runs
 
 
-def schedule(g: Graph, shape: LayerShape, *, pack: bool = True) -> Schedule:
+FLATTEN_PLANS = ((8,), (6,), (4, 8, 12))
+"""The flatten's move reaches, one plan per full schedule (``_flatten``): each hill-climb ends
+in another local optimum, whose peak differs by up to ~100 dims, so schedule() keeps the best."""
+
+
+def schedule(g: Graph, shape: LayerShape, *, pack: bool = True,
+             plans: tuple[tuple[int, ...], ...] = FLATTEN_PLANS) -> Schedule:
     """Place every node by list scheduling (``_list_schedule``), then sink each node whose
     outputs are read later towards its first reader (so values do not sit in the residual longer
-    than needed), then give features residual dims, reusing the dims of features that are dead
-    (cleared by extra rules). With `pack`, features that wait long between reads are then held
-    packed (packing.py), round after round (each packs what the last one's placement leaves
-    waiting), and the round needing the fewest dims in no more layers is kept: the schedule's
-    graph is then the rewritten one (``Schedule.graph``)."""
-    best = sched = _schedule(g, shape)
-    for _ in range(PACK_ROUNDS if pack else 0):  # a round's packing shifts the schedule: again
-        packed = pack_idle(sched)
-        if packed is None:
-            break
-        sched = _schedule(packed, shape)
-        if sched.k_used < best.k_used and sched.layers <= best.layers:
+    than needed), flatten the peak of live dims, then give features residual dims, reusing the
+    dims of features that are dead (cleared by extra rules). With `pack`, features that wait
+    long between reads are then held packed (packing.py), round after round (each packs what
+    the last one's placement leaves waiting). Every flatten plan runs its own rounds; the
+    schedule needing the fewest dims in no more layers is kept: its graph is then the
+    rewritten one (``Schedule.graph``)."""
+    best = None
+    for reaches in plans:
+        sched = _schedule(g, shape, reaches)
+        if best is None or sched.k_used < best.k_used and sched.layers <= best.layers:
             best = sched
+        for _ in range(PACK_ROUNDS if pack else 0):  # a round's packing shifts the schedule
+            packed = pack_idle(sched)
+            if packed is None:
+                break
+            sched = _schedule(packed, shape, reaches)
+            if sched.k_used < best.k_used and sched.layers <= best.layers:
+                best = sched
+    assert best is not None, "schedule() needs at least one flatten plan"
     return best
 
 
-def _schedule(g: Graph, shape: LayerShape) -> Schedule:
+def _schedule(g: Graph, shape: LayerShape, reaches: tuple[int, ...]) -> Schedule:
     order = node_order(g)
     io = {node: _node_io(g, node, shape) for node in order}
     written = {f for node in order for f in io[node][1]}
@@ -163,7 +175,7 @@ def _schedule(g: Graph, shape: LayerShape) -> Schedule:
     place = _list_schedule(order, deps, users, io, used, shape)
     _sink(g, order, io, place, used, shape)
     _selection_last(g, order, io, place, used, shape)
-    _flatten(g, order, deps, users, io, place, used, shape)
+    _flatten(g, order, deps, users, io, place, used, shape, reaches)
 
     ready = {n: -1 for n, f in g.features.items() if f.token_input}
     first: dict[str, int] = dict(ready)  # first sublayer writing each feature (its dims' birth)
@@ -308,18 +320,18 @@ def _selection_last(g: Graph, order: list, io: dict, place: dict, used: dict,
         used[("rules", s)] = used.get(("rules", s), 0) + io[w][2]
 
 
-FLATTEN_REACH = 8  # sublayers a node may move either way in one step
 FLATTEN_CONE = 64  # nodes one move may shift along with it (its users or its dependencies)
 
 
 def _flatten(g: Graph, order: list, deps: dict, users: dict, io: dict, place: dict,
-             used: dict, shape: LayerShape, passes: int = 4) -> None:
+             used: dict, shape: LayerShape, reaches: tuple[int, ...], passes: int = 4) -> None:
     """Lower the peak of live residual dims (what K must hold) by hill-climbing: move a node up
-    to FLATTEN_REACH sublayers, shifting the users it would overtake later (or the dependencies
-    it would pass earlier) just enough, within the sublayers' room, while the profile of live
-    dims — each feature from its first writer to the clear after its last reader — gets a
-    lower peak, or as high a peak at fewer sublayers (the sum of (live / peak)^8 falls). The
-    layers stay as many; the output selection's sublayer stays last."""
+    to `reach` sublayers (for each of `reaches` in turn, until a pass finds no move), shifting
+    the users it would overtake later (or the dependencies it would pass earlier) just enough,
+    within the sublayers' room, while the profile of live dims — each feature from its first
+    writer to the clear after its last reader — gets a lower peak, or as high a peak at fewer
+    sublayers (the sum of (live / peak)^8 falls). The layers stay as many; the output
+    selection's sublayer stays last."""
     aliased = {f.alias for f in g.features.values() if f.alias}
     writers: dict[str, list] = {}
     readers: dict[str, list] = {}
@@ -387,49 +399,50 @@ def _flatten(g: Graph, order: list, deps: dict, users: dict, io: dict, place: di
         return moves
 
     best = cost(live, load)
-    for _ in range(passes):
-        moved = False
-        for n in order:
-            if n in fixed:
-                continue
-            here, choice = place[n], None
-            for s in range(here - FLATTEN_REACH, here + FLATTEN_REACH + 1, 2):
-                moves = None if s == here or not 0 <= s <= last - 1 else cone(n, s)
-                if moves is None:
+    for reach in reaches:  # each reach's passes climb on from where the last one's ended
+        for _ in range(passes):
+            moved = False
+            for n in order:
+                if n in fixed:
                     continue
-                room = {}
-                for m, t in moves.items():
-                    room[(m[0], place[m])] = room.get((m[0], place[m]), 0) - io[m][2]
-                    room[(m[0], t)] = room.get((m[0], t), 0) + io[m][2]
-                if any(used.get(key, 0) + d > cap[key[0]] for key, d in room.items() if d > 0):
-                    continue
-                old = {m: place[m] for m in moves}
-                place.update(moves)
-                trial, trial_load = live.copy(), load.copy()
-                new = {}
-                for f in {f for m in moves for f in io[m][0] | io[m][1] if f in spans}:
-                    (b0, e0), (b1, e1) = spans[f], span(f)
-                    trial[b0:e0] -= sizes[f]
-                    trial[b1:e1] += sizes[f]
-                    trial_load[e0] -= sizes[f]
-                    trial_load[e1] += sizes[f]
-                    new[f] = (b1, e1)
-                for (kind, t), d in room.items():
-                    if kind == "rules":
-                        trial_load[t] += d
-                place.update(old)
-                c = cost(trial, trial_load)
-                if c < best:
-                    best, choice = c, (moves, room, trial, trial_load, new)
-            if choice is not None:
-                moves, room, live, load, new = choice
-                for key, d in room.items():
-                    used[key] = used.get(key, 0) + d
-                place.update(moves)
-                spans.update(new)
-                moved = True
-        if not moved:
-            break
+                here, choice = place[n], None
+                for s in range(here - reach, here + reach + 1, 2):
+                    moves = None if s == here or not 0 <= s <= last - 1 else cone(n, s)
+                    if moves is None:
+                        continue
+                    room = {}
+                    for m, t in moves.items():
+                        room[(m[0], place[m])] = room.get((m[0], place[m]), 0) - io[m][2]
+                        room[(m[0], t)] = room.get((m[0], t), 0) + io[m][2]
+                    if any(used.get(key, 0) + d > cap[key[0]] for key, d in room.items() if d > 0):
+                        continue
+                    old = {m: place[m] for m in moves}
+                    place.update(moves)
+                    trial, trial_load = live.copy(), load.copy()
+                    new = {}
+                    for f in {f for m in moves for f in io[m][0] | io[m][1] if f in spans}:
+                        (b0, e0), (b1, e1) = spans[f], span(f)
+                        trial[b0:e0] -= sizes[f]
+                        trial[b1:e1] += sizes[f]
+                        trial_load[e0] -= sizes[f]
+                        trial_load[e1] += sizes[f]
+                        new[f] = (b1, e1)
+                    for (kind, t), d in room.items():
+                        if kind == "rules":
+                            trial_load[t] += d
+                    place.update(old)
+                    c = cost(trial, trial_load)
+                    if c < best:
+                        best, choice = c, (moves, room, trial, trial_load, new)
+                if choice is not None:
+                    moves, room, live, load, new = choice
+                    for key, d in room.items():
+                        used[key] = used.get(key, 0) + d
+                    place.update(moves)
+                    spans.update(new)
+                    moved = True
+            if not moved:
+                break
 
 
 def _place_clears(g: Graph, shape: LayerShape, ready: dict[str, int],

@@ -1,12 +1,14 @@
-"""The GPU circuit compiled for a base: the schedule for the base's layer shapes, and the
-weights the merge needs (qgpu/merge.py), its layers emitted one at a time as the merge asks
-for them (43 layers of the 2B shapes are ~15 GB in float32: never held at once)."""
+"""The GPU circuit compiled for a base: the schedule for the base's layer shapes (memoised:
+the build, ``--check`` and ``map`` share it), and the weights the merge needs (qgpu/merge.py),
+its layers emitted one at a time as the merge asks for them (43 layers of the 2B shapes are
+~15 GB in float32: never held at once)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import lru_cache
 
+import diskcache
 import torch
 
 from qgpu import tokens as T
@@ -32,12 +34,29 @@ class _Layers(Sequence):
         return self._layer(i)
 
 
+@lru_cache(maxsize=2)
+def gpu_schedule(shape: LayerShape) -> Schedule:
+    """machine.build() scheduled for `shape`. Scheduling tries several searches (about a
+    minute), so the schedule is memoised in the process and on disk (``schedules`` in the
+    build cache dir), keyed by the shape and a hash of every qgpu source it depends on: a
+    changed circuit or scheduler is scheduled afresh, never read stale."""
+    from qgpu.build import default_cache_dir, source_hash
+
+    key = f"{source_hash([__name__])}:{shape}"
+    with diskcache.Cache(str(default_cache_dir() / "schedules")) as cache:
+        sched = cache.get(key)
+        if sched is None:
+            sched = schedule(machine.build(), shape)
+            cache.set(key, sched)
+    return sched
+
+
 def compile_gpu(base_config: dict) -> CircuitWeights:
     """The machine (machine.build) scheduled for the base's layer shapes, as merge input. K is
     padded so that the merged width is a perfect square; every token's embedding carries the
     merged width's anchor; the final norm passes only the selection fields (docs/ARCHITECTURE.md
     §9: the chosen token's logit is their dot product with its embedding)."""
-    sched = schedule(machine.build(), LayerShape.from_config(base_config))
+    sched = gpu_schedule(LayerShape.from_config(base_config))
     d_base = base_config["hidden_size"]
     k = nx.pad_k(d_base, sched.k_used)
     names = T.vocabulary()

@@ -536,7 +536,12 @@ def packed_results(g: Graph, s: int) -> None:
     mirror of the result (every unit's rule adds to the digits too), ready with it."""
     for lane in LANES:
         g.feature(f"x{s}.rpk{lane}", WORD // 4, accumulate=True)
-        g.mirror(f"x{s}.res{lane}", f"x{s}.rpk{lane}", lambda i: (i // 4, 1 << i % 4))
+        g.mirror(f"x{s}.res{lane}", f"x{s}.rpk{lane}", hex_digit)
+
+
+def hex_digit(bit: int) -> tuple[int, int]:
+    """(digit, weight) of a bit in base-16 digits (a module function: schedules pickle)."""
+    return bit // 4, 1 << bit % 4
 
 
 def build_slots(g: Graph) -> None:

@@ -186,40 +186,48 @@ def fault_checks(g: Graph, s: int) -> None:
         sp, m, total = f"x{s}.sp{lane}", f"x{s}.m{lane}", f"x{s}.sum{lane}"
         fk = f"x{s}.fk{lane}"
         g.feature(fk, len(T.FAULTS), "onehot")
-        word7 = f"x{s}.w7{lane}"  # the word index bits 2..8, to compare with the shared size
+        # the address as the checks need it, so its 32 bits die with the memory reads:
+        # x{s}.w7 = bits 2..8 (the word, also compared with the shared size), x{s}.at = bits
+        # 0 and 1 and "some bit 9..31 is set"
+        word7, tail = f"x{s}.w7{lane}", f"x{s}.at{lane}"
         g.feature(word7, SHARED_SIZE_BITS)
+        g.feature(tail, 3)
         g.rule_group(word7, [Rule((((total, 2 + i), 1),), (((word7, i), 1),))
-                             for i in range(SHARED_SIZE_BITS)])
+                             for i in range(SHARED_SIZE_BITS)]
+                     + [Rule((((total, i), 1),), (((tail, i), 1),)) for i in range(2)]
+                     + [Rule(lits, (((tail, 2), 1),))
+                        for lits in _any_set([(total, i) for i in range(9, WORD)])])
+        allocated = f"x{s}.al{lane}"  # the global word read is allocated: m need not wait
+        g.feature(allocated, 1)
+        g.rule_group(allocated, [Rule((((m, WORD), 1),), (((allocated, 0), 1),))])
         beyond = f"x{s}.sb{lane}"  # word index >= shared words
         g.feature(beyond, 1)
         gd.compare(g, f"{beyond}.cmp", word7, "cfg.s", ge=(beyond, 0))
 
-        def bit(i: int, total: str = total) -> tuple[str, int]:
-            return (total, i)
-
         def fault(kind: str, fk: str = fk) -> tuple:
             return (((fk, T.FAULTS.index(kind)), 1),)
 
-        aligned = ((bit(0), 0), (bit(1), 0))
+        word = [(word7, i) for i in range(SHARED_SIZE_BITS)]  # address bits 2..8
+        high = ((tail, 2), 1)  # some address bit 9..31 is set
+        low = ((tail, 2), 0)
+        aligned = (((tail, 0), 0), ((tail, 1), 0))
         access = [((sp, k), 1) for k in range(3)]
-        rules = [Rule((run, a, (bit(0), 1)), fault("misaligned")) for a in access]
-        rules += [Rule((run, a, (bit(0), 0), (bit(1), 1)), fault("misaligned")) for a in access]
+        rules = [Rule((run, a, ((tail, 0), 1)), fault("misaligned")) for a in access]
+        rules += [Rule((run, a, ((tail, 0), 0), ((tail, 1), 1)), fault("misaligned"))
+                  for a in access]
         over = (f"x{s}.ov{lane}", 0)
         rules.append(Rule((run, access[0], (over, 1)) + aligned, fault("global_bounds")))
         g_ = (run, access[0], (over, 0)) + aligned
-        rules.append(Rule(g_ + tuple((bit(i), 0) for i in range(2, WORD)), fault("null")))
-        high = [bit(i) for i in range(9, WORD)]
-        rules += [Rule(g_ + lits, fault("global_bounds")) for lits in _any_set(high)]
-        rules += [Rule(g_ + tuple((d, 0) for d in high) + lits + (((m, WORD), 0),),
-                       fault("global_bounds")) for lits in _any_set([bit(i) for i in range(2, 9)])]
+        rules.append(Rule(g_ + (low,) + tuple((d, 0) for d in word), fault("null")))
+        rules.append(Rule(g_ + (high,), fault("global_bounds")))
+        rules += [Rule(g_ + (low,) + lits + (((allocated, 0), 0),), fault("global_bounds"))
+                  for lits in _any_set(word)]
         s_ = (run, access[1]) + aligned
-        rules += [Rule(s_ + lits, fault("shared_bounds"))
-                  for lits in _any_set([bit(i) for i in range(9, WORD)])]
-        rules.append(Rule(s_ + tuple((bit(i), 0) for i in range(9, WORD)) + (((beyond, 0), 1),),
-                          fault("shared_bounds")))
+        rules.append(Rule(s_ + (high,), fault("shared_bounds")))
+        rules.append(Rule(s_ + (low, ((beyond, 0), 1)), fault("shared_bounds")))
         l_ = (run, access[2]) + aligned
         rules += [Rule(l_ + lits, fault("local_bounds"))
-                  for lits in _any_set([bit(i) for i in range(6, WORD)])]
+                  for lits in _any_set(word[4:] + [(tail, 2)])]  # bits 6..31
         shfl = (run,) + op_is(s, Op.SHFL)
         rules.append(Rule(shfl + (((f"x{s}.shfault{lane}", 0), 1),), fault("shuffle_lane")))
         rules += [Rule(shfl + (((f"x{s}.src{lane}", k), 1), ((f"x{s}.ex{k}", 0), 0)),
