@@ -33,6 +33,7 @@ import resource
 import shutil
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
@@ -98,10 +99,13 @@ def child_write_base(kind: str, out: str) -> dict:
 
 
 def child_compile_merge(base_dir: str, circuit: str, dtype: str, out: str) -> dict:
-    """Compile `circuit` for the base, then merge it in `dtype` (run in a fresh process)."""
+    """Compile `circuit` for the base, then merge it in `dtype` (run in a fresh process, with
+    an empty cache: the GPU's schedule is computed, not read from an earlier run's memo)."""
     start_rss = _peak_rss_mib()
     t0 = time.perf_counter()
-    weights = CIRCUITS[circuit](read_text_config(Path(base_dir)))
+    with tempfile.TemporaryDirectory() as cache:
+        os.environ["QGPU_CACHE_DIR"] = cache
+        weights = CIRCUITS[circuit](read_text_config(Path(base_dir)))
     t1 = time.perf_counter()
     compile_rss = _peak_rss_mib()
     merge(Path(base_dir), weights, Path(out), dtype=dtype)
