@@ -131,8 +131,7 @@ FLATTEN_PLANS = ((8,), (6,), (4, 8, 12))
 in another local optimum, whose peak differs by up to ~100 dims, so schedule() keeps the best."""
 
 
-def schedule(g: Graph, shape: LayerShape, *, pack: bool = True,
-             plans: tuple[tuple[int, ...], ...] = FLATTEN_PLANS) -> Schedule:
+def schedule(g: Graph, shape: LayerShape, *, pack: bool = True) -> Schedule:
     """Place every node by list scheduling (``_list_schedule``), then sink each node whose
     outputs are read later towards its first reader (so values do not sit in the residual longer
     than needed), flatten the peak of live dims, then give features residual dims, reusing the
@@ -142,7 +141,7 @@ def schedule(g: Graph, shape: LayerShape, *, pack: bool = True,
     schedule needing the fewest dims in no more layers is kept: its graph is then the
     rewritten one (``Schedule.graph``)."""
     best = None
-    for reaches in plans:
+    for reaches in FLATTEN_PLANS:
         sched = _schedule(g, shape, reaches)
         if best is None or sched.k_used < best.k_used and sched.layers <= best.layers:
             best = sched
@@ -153,7 +152,7 @@ def schedule(g: Graph, shape: LayerShape, *, pack: bool = True,
             sched = _schedule(packed, shape, reaches)
             if sched.k_used < best.k_used and sched.layers <= best.layers:
                 best = sched
-    assert best is not None, "schedule() needs at least one flatten plan"
+    assert best is not None
     return best
 
 
