@@ -304,17 +304,17 @@ def add_onehot(g: Graph, name: str, a: str, b: str, out: str, *, when: When = ()
     return _finish(g, name, rules, group)
 
 
-def _carry_terms(gen: Callable[[int], Literal_], prop: Callable[[int], Literal_],
+def _carry_terms(gen: Callable[[int], When], prop: Callable[[int], Literal_],
                  carry_in: CarryIn, i: int) -> list[When]:
     """Mutually exclusive conjunctions, one of which holds iff a carry enters position i:
-    "position j generates and j+1..i-1 propagate" (generate and propagate never both hold, so
-    at most one j works), plus the carry-in propagated through 0..i-1."""
+    "position j generates (gen(j): literals) and j+1..i-1 propagate" (generate and propagate
+    never both hold, so at most one j works), plus the carry-in propagated through 0..i-1."""
     props = tuple(prop(k) for k in range(i))
     terms = [t + props for t in (carry_in if isinstance(carry_in, list) else
                                  [] if carry_in is False else [()] if carry_in is True else
                                  [(carry_in,)])]
     for j in range(i):
-        terms.append((gen(j),) + tuple(prop(k) for k in range(j + 1, i)))
+        terms.append(tuple(gen(j)) + tuple(prop(k) for k in range(j + 1, i)))
     return terms
 
 
@@ -327,36 +327,36 @@ def add_bits(g: Graph, name: str, a: str, b: str, out: str, *,
     with one adder). Optional carry_out (for a - b: 1 iff a >= b unsigned) and all_propagate
     (every bit propagates: for a - b, a == b).
 
-    Layout (two layers, carry lookahead): layer 1 writes generate g_j = a_j AND b_j and
-    propagate p_j = a_j XOR b_j per bit into ``{name}.gp``; layer 2 writes
-    out_i = p_i XOR c_i, where the carry c_i is a sum of mutually exclusive terms
-    (g_j AND p_{j+1..i-1}), as p_i + sum(term AND NOT p_i) - sum(term AND p_i).
+    Layout (two layers, carry lookahead): layer 1 writes propagate p_j = a_j XOR b_j per bit
+    into ``{name}.p``; layer 2 writes out_i = p_i XOR c_i, where the carry c_i is a sum of
+    mutually exclusive terms (g_j AND p_{j+1..i-1}), as p_i + sum(term AND NOT p_i) -
+    sum(term AND p_i). Generate is read off a and p in layer 2 — g_j = a_j AND NOT p_j (where
+    p_j is 0, b_j equals a_j) — so the adder holds n dims between its layers, not 2n (a
+    usually lives on for the other units of its slot).
     Exact: a, b n bits of 0/1, a carry_in literal's dim 0/1 (terms: at most one holds), out n
     bits.
-    Cost: layer 1: 3n neurons (6n with a literal invert_b); layer 2: n^2 (+2n per carry-in
+    Cost: layer 1: 2n neurons (4n with a literal invert_b); layer 2: n^2 (+2n per carry-in
     term, literal or constant), +n for carry_out (+1 per carry-in term), +1 for all_propagate
-    — n = 32:
-    96 + 1024, n = 64: 192 + 4096. 2 layers.
+    — n = 32: 64 + 1024, n = 64: 128 + 4096. 2 layers.
     """
     n = _feature(g, a).size
     _feature(g, b, size=n)
     _feature(g, out, size=n)
-    gp = f"{name}.gp"
-    g.feature(gp, 2 * n, "bits")
+    p = f"{name}.p"
+    g.feature(p, n, "bits")
     # (extra literals, b's literal value for an effective 1, for an effective 0)
     modes = [((), 0, 1) if invert_b is True else ((), 1, 0)] if isinstance(invert_b, bool) \
         else [((negate(invert_b),), 1, 0), ((invert_b,), 0, 1)]
-    g.rule_group(gp, [r for j in range(n) for m, (x, b1, b0) in enumerate(modes) for r in (
-        Rule(x + (((a, j), 1), ((b, j), b1)), (((gp, 2 * j), 1),), f"{gp}:g{j}.{m}"),
-        Rule(x + (((a, j), 1), ((b, j), b0)), (((gp, 2 * j + 1), 1),), f"{gp}:p{j}a.{m}"),
-        Rule(x + (((a, j), 0), ((b, j), b1)), (((gp, 2 * j + 1), 1),), f"{gp}:p{j}b.{m}"))])
+    g.rule_group(p, [r for j in range(n) for m, (x, b1, b0) in enumerate(modes) for r in (
+        Rule(x + (((a, j), 1), ((b, j), b0)), (((p, j), 1),), f"{p}:{j}a.{m}"),
+        Rule(x + (((a, j), 0), ((b, j), b1)), (((p, j), 1),), f"{p}:{j}b.{m}"))])
     w = tuple(when)
 
-    def gen(j: int) -> Literal_:
-        return ((gp, 2 * j), 1)
+    def gen(j: int) -> When:
+        return ((a, j), 1), ((p, j), 0)
 
     def prop(j: int) -> Literal_:
-        return ((gp, 2 * j + 1), 1)
+        return ((p, j), 1)
 
     rules = []
     for i in range(n):
@@ -419,8 +419,8 @@ def add_words(g: Graph, name: str, a: str, b: str, out: str, *,
     g.rule_group(f"{name}.s", first)
     w = tuple(when)
 
-    def gen(j: int) -> Literal_:
-        return ((gp, 2 * j), 1)
+    def gen(j: int) -> When:
+        return (((gp, 2 * j), 1),)
 
     def prop(j: int) -> Literal_:
         return ((gp, 2 * j + 1), 1)

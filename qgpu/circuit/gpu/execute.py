@@ -43,6 +43,7 @@ from qgpu.circuit.gpu.machine import (
     instr_bits,
     kind_dim,
     op_is,
+    operand_b,
     pred_bank,
     rails,
     reg_bank,
@@ -242,7 +243,7 @@ def select_units(g: Graph, s: int) -> None:
     ([!]pred a) AND / OR / XOR ([!]pred b), mod = op | neg_a << 2 | neg_b << 3."""
     mod = instr_bits(s, "mod")
     for lane in LANES:
-        a, b, res = f"x{s}.a{lane}", f"x{s}.b{lane}", f"x{s}.res{lane}"
+        a, b, res = f"x{s}.a{lane}", operand_b(s, lane), f"x{s}.res{lane}"
         run = ((f"x{s}.ex{lane}", 0), 1)
         x, y = (f"x{s}.px{lane}", 0), (f"x{s}.py{lane}", 0)
         rules = [Rule((run,) + op_is(s, Op.SEL) + ((x, p), (mod[0], neg), ((src, i), 1)),
@@ -341,8 +342,8 @@ def alu(g: Graph, s: int) -> None:
     any_op(g, f"x{s}.isadd", s, sums)
     sub = ((inv, 0), 1)
     for lane in LANES:
-        a, b, res, ex = f"x{s}.a{lane}", f"x{s}.b{lane}", f"x{s}.res{lane}", f"x{s}.ex{lane}"
         x, y, carry_in = adder_operands(g, s, lane)
+        a, b, res, ex = f"x{s}.a{lane}", operand_b(s, lane), f"x{s}.res{lane}", f"x{s}.ex{lane}"
         g.feature(res, WORD, accumulate=True)
         g.feature(f"x{s}.pres{lane}", 1, accumulate=True)
         total, flags = f"x{s}.sum{lane}", f"x{s}.fl{lane}"  # flags: C (no borrow), Z (a == b)
@@ -363,7 +364,7 @@ def alu(g: Graph, s: int) -> None:
 
 def _compares(g: Graph, s: int, lane: int) -> None:
     """SETP from the subtraction's flags and the operands' sign bits; MIN/MAX pick a or b."""
-    a, b, flags = f"x{s}.a{lane}", f"x{s}.b{lane}", f"x{s}.fl{lane}"
+    a, b, flags = f"x{s}.a{lane}", operand_b(s, lane), f"x{s}.fl{lane}"
     run = ((f"x{s}.ex{lane}", 0), 1)
 
     def state(z: int, c: int, sa: int, sb: int) -> tuple:
@@ -482,7 +483,7 @@ def shifts(g: Graph, s: int) -> None:
     into ``x{s}.sht{lane}`` and by the high part into the result; one intermediate per lane
     serves all three ops, as only one runs."""
     for lane in LANES:
-        a, b, res = f"x{s}.a{lane}", f"x{s}.b{lane}", f"x{s}.res{lane}"
+        a, b, res = f"x{s}.a{lane}", operand_b(s, lane), f"x{s}.res{lane}"
         run = ((f"x{s}.ex{lane}", 0), 1)
         small = tuple(((b, i), 0) for i in range(5, WORD))
         lo, hi, big, t = (f"x{s}.sh{x}{lane}" for x in ("lo", "hi", "big", "t"))

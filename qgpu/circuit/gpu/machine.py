@@ -20,7 +20,7 @@ from __future__ import annotations
 from qgpu import limits, rom
 from qgpu.circuit.gpu.encoding import FIELDS, KINDS, SHAPE_BITS
 from qgpu.compiler.graph import Address, Dim, Graph, Part, Rule
-from qgpu.isa import Op, Space
+from qgpu.isa import SLOT_UNITS, Op, Space
 
 DATA_TAPS = [Part(f"d{k}", k, 8 * k) for k in range(1, 4)]
 """Bytes 1..3 of a header's frame: the data tokens 1..3 places before it."""
@@ -242,6 +242,14 @@ def access_is(s: int, op: Op, space: Space | None) -> tuple:
     """Literals: slot s holds `op` on `space` (mod bits 0-1; None: any)."""
     mod = instr_bits(s, "mod")
     return op_is(s, op) + (() if space is None else ((mod[0], space & 1), (mod[1], space >> 1)))
+
+
+def operand_b(s: int, lane: int) -> str:
+    """Operand b as slot s's units read it. In a memory slot that is the adder's operand
+    ``x{s}.q{lane}``: port b itself, except for an indexed access's shifted index and a CAS's
+    swap value, which no other unit reads (the atomic unit reads the swap value from port b) —
+    so port b dies as soon as q is formed."""
+    return f"x{s}.q{lane}" if SLOT_UNITS[s] == "memory" else f"x{s}.b{lane}"
 
 
 def build(*, execute: bool = True) -> Graph:

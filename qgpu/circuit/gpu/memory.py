@@ -27,6 +27,7 @@ from qgpu.circuit.gpu.machine import (
     instr_bits,
     local_bank,
     op_is,
+    operand_b,
     param_bank,
     shared_bank,
 )
@@ -125,7 +126,7 @@ def shuffle_unit(g: Graph, s: int) -> None:
     shfl = EXEC + op_is(s, Op.SHFL)
     for lane in LANES:
         run = ((f"x{s}.ex{lane}", 0), 1)
-        b, src, fault = f"x{s}.b{lane}", f"x{s}.src{lane}", f"x{s}.shfault{lane}"
+        b, src, fault = operand_b(s, lane), f"x{s}.src{lane}", f"x{s}.shfault{lane}"
         g.feature(src, limits.WARP_LANES, "onehot")
         g.feature(fault, 1)
         dims = {"mode": None, **{f"b{i}": (b, i) for i in range(5)},
