@@ -21,15 +21,18 @@ def counted(tmp_path, monkeypatch):
 
     monkeypatch.setattr(compiled, "schedule", scheduler)
     monkeypatch.setattr(compiled.machine, "build", lambda: None)
-    compiled.gpu_schedule.cache_clear()
+    compiled.pickled_schedule.cache_clear()
     yield calls
-    compiled.gpu_schedule.cache_clear()  # never leave a stand-in where real callers look
+    compiled.pickled_schedule.cache_clear()  # never leave a stand-in where real callers look
 
 
 def test_a_schedule_is_computed_once_and_read_back_from_disk(counted) -> None:
     first = compiled.gpu_schedule(LayerShape())
-    assert compiled.gpu_schedule(LayerShape()) is first  # the process's memo
-    compiled.gpu_schedule.cache_clear()  # a new process: the disk memo
+    again = compiled.gpu_schedule(LayerShape())  # the process's memo, as a copy of its own
+    assert again == first and again is not first
+    again["n"] = "changed by a caller"
+    assert compiled.gpu_schedule(LayerShape()) == first  # which no other caller sees
+    compiled.pickled_schedule.cache_clear()  # a new process: the disk memo
     assert compiled.gpu_schedule(LayerShape()) == first
     assert counted == [LayerShape()]
 
@@ -38,6 +41,6 @@ def test_another_shape_or_source_is_scheduled_afresh(counted, monkeypatch) -> No
     compiled.gpu_schedule(LayerShape())
     compiled.gpu_schedule(LayerShape(intermediate=1024))
     assert counted == [LayerShape(), LayerShape(intermediate=1024)]
-    compiled.gpu_schedule.cache_clear()
+    compiled.pickled_schedule.cache_clear()
     monkeypatch.setattr(qgpu.build, "source_hash", lambda modules: "an edited circuit")
     assert compiled.gpu_schedule(LayerShape())["n"] == 3

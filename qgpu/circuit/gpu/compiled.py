@@ -5,6 +5,7 @@ its layers emitted one at a time as the merge asks for them (43 layers of the 2B
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Sequence
 from functools import lru_cache
 
@@ -35,20 +36,26 @@ class _Layers(Sequence):
 
 
 @lru_cache(maxsize=2)
-def gpu_schedule(shape: LayerShape) -> Schedule:
-    """machine.build() scheduled for `shape`. Scheduling tries several searches (about a
-    minute), so the schedule is memoised in the process and on disk (``schedules`` in the
-    build cache dir), keyed by the shape and a hash of every qgpu source it depends on: a
-    changed circuit or scheduler is scheduled afresh, never read stale."""
+def pickled_schedule(shape: LayerShape) -> bytes:
+    """machine.build() scheduled for `shape`, pickled. Scheduling tries several searches (about
+    a minute), so it is memoised in the process and on disk (``schedules`` in the build cache
+    dir), keyed by the shape and a hash of every qgpu source it depends on: a changed circuit
+    or scheduler is scheduled afresh, never read stale."""
     from qgpu.build import default_cache_dir, source_hash
 
     key = f"{source_hash([__name__])}:{shape}"
     with diskcache.Cache(str(default_cache_dir() / "schedules")) as cache:
-        sched = cache.get(key)
-        if sched is None:
-            sched = schedule(machine.build(), shape)
-            cache.set(key, sched)
-    return sched
+        blob = cache.get(key)
+        if blob is None:
+            blob = pickle.dumps(schedule(machine.build(), shape))
+            cache.set(key, blob)
+    return blob
+
+
+def gpu_schedule(shape: LayerShape) -> Schedule:
+    """The GPU circuit's schedule for `shape` (memoised: pickled_schedule). Every caller gets
+    its own copy (~1 s to unpickle), so no caller can change what another reads."""
+    return pickle.loads(pickled_schedule(shape))
 
 
 def compile_gpu(base_config: dict) -> CircuitWeights:

@@ -297,10 +297,11 @@ _TAKE_A = {Op.MIN: Cmp.LE, Op.MAX: Cmp.GE, Op.MINU: Cmp.LS, Op.MAXU: Cmp.HS}
 
 
 def indexed_operand(g: Graph, s: int, lane: int) -> str:
-    """A memory slot adds a and ``x{s}.q{lane}``: port b (nothing for a CAS, whose port b holds
-    the swap value), or for an indexed access (a + 4*b) port b (the index) shifted left by two,
-    its two top bits kept in ``x{s}.ix{lane}`` for the overflow check."""
-    b, q, top, idx = f"x{s}.b{lane}", f"x{s}.q{lane}", f"x{s}.ix{lane}", (f"x{s}.idx", 0)
+    """A memory slot adds a and its operand b as its units read it (``operand_b``): port b
+    (nothing for a CAS, whose port b holds the swap value), or for an indexed access (a + 4*b)
+    port b (the index) shifted left by two, its two top bits kept in ``x{s}.ix{lane}`` for the
+    overflow check."""
+    b, q, top, idx = f"x{s}.b{lane}", operand_b(s, lane), f"x{s}.ix{lane}", (f"x{s}.idx", 0)
     g.feature(q, WORD)
     g.feature(top, 2)
     g.rule_group(q, [Rule(((idx, 0), ((f"x{s}.cas", 0), 0), ((b, i), 1)), (((q, i), 1),))
