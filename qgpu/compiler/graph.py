@@ -149,20 +149,32 @@ class Graph:
     # feature -> [(image, per dim i of the feature: (image dim, weight))] (``mirror``)
     mirrors: dict[str, list[tuple[str, Callable[[int], tuple[int, int]]]]] = field(
         default_factory=dict)
+    through: dict[str, Feature] = field(default_factory=dict)  # names written through
 
     def mirror(self, feature: str, image: str,
-               weight: Callable[[int], tuple[int, int]]) -> None:
+               weight: Callable[[int], tuple[int, int]], *, through: bool = False) -> None:
         """From now on (and for the rules already there) every rule that adds d to dim i of
         `feature` also adds d * w to dim j of `image`, (j, w) = weight(i): a linear image of
         the feature (its base-16 digits, say) that costs no neuron and no layer, ready in the
-        same sublayer as the feature. `image` must accumulate (every writer adds to it)."""
+        same sublayer as the feature. `image` must accumulate (every writer adds to it).
+        With `through` the feature itself is never written: it stops being a feature and
+        becomes a name that rules write through to their images — a value that only ever
+        lives as its image (a slot's result, held as base-16 digits) and that no rule reads."""
         if not self.features[image].accumulate:
             raise ValueError(f"mirror image {image} must be an accumulate feature")
+        if through:
+            readers = [n for n, ins in self.rule_inputs.items() if feature in ins]
+            if readers or any(r.out == feature for r in self.reads) or any(
+                    p.feature == feature for w in self.writes for p in w.parts):
+                raise ValueError(f"{feature} is read ({readers}): it cannot be written through")
+            self.through[feature] = self.features.pop(feature)
         self.mirrors.setdefault(feature, []).append((image, weight))
         for name in [n for n, outs in self.rule_outputs.items() if feature in outs]:
-            self.rules[name] = [self._mirrored(r, feature, image, weight)
-                                for r in self.rules[name]]
+            self.rules[name] = self._written([self._mirrored(r, feature, image, weight)
+                                              for r in self.rules[name]])
             self.rule_outputs[name].add(image)
+            if through:
+                self.rule_outputs[name].discard(feature)
 
     @staticmethod
     def _mirrored(rule: Rule, feature: str, image: str,
@@ -174,6 +186,17 @@ class Graph:
                 extra[(image, j)] = extra.get((image, j), 0) + d * w
         deltas = rule.deltas + tuple((dim, v) for dim, v in extra.items() if v)
         return Rule(rule.literals, deltas, rule.label, rule.count)
+
+    def _written(self, rules: list[Rule]) -> list[Rule]:
+        """The rules without their deltas on written-through names (and without rules left
+        with no delta at all)."""
+        out = []
+        for r in rules:
+            deltas = tuple((d, v) for d, v in r.deltas if d[0] not in self.through)
+            if deltas:
+                out.append(r if len(deltas) == len(r.deltas)
+                           else Rule(r.literals, deltas, r.label, r.count))
+        return out
 
     def feature(self, name: str, size: int, code: Code = "bits", *, token_input: bool = False,
                 accumulate: bool = False, alias: str | None = None) -> Feature:
@@ -199,10 +222,13 @@ class Graph:
         ins = {d[0] for r in rules for (d, _) in r.literals}
         ins |= {r.count[0][0] for r in rules if r.count is not None}
         outs = {d[0] for r in rules for (d, _) in r.deltas}
-        for f in ins | outs:
+        for f in ins & self.through.keys():
+            raise ValueError(f"rule group {name} reads {f}, which is written through to "
+                             f"{[image for image, _ in self.mirrors[f]]}")
+        for f in ins | (outs - self.through.keys()):
             if f not in self.features:
                 raise ValueError(f"rule group {name} uses unknown feature {f}")
-        for f in outs:
+        for f in outs - self.through.keys():
             feat = self.features[f]
             if feat.accumulate:
                 continue
@@ -213,6 +239,7 @@ class Graph:
             for image, weight in self.mirrors[f]:
                 rules = [self._mirrored(r, f, image, weight) for r in rules]
                 outs = outs | {image}
+        rules, outs = self._written(rules), outs - self.through.keys()
         self.rules[name] = rules
         self.rule_inputs[name] = ins
         self.rule_outputs[name] = outs

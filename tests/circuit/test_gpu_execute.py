@@ -90,7 +90,7 @@ def test_slots_compute_what_the_machine_computes(graph, name: str) -> None:
                 elif ins.op == Op.S2R:
                     t, (bx, by), (gx, gy) = 4 * rec.warp + ln, launch.block, launch.grid
                     want = (t % bx, t // bx, bx, by, rec.cta % gx, rec.cta // gx, gx, gy)[ins.mod]
-                    assert value(vals[f"x{s}.res{ln}"]) == want, (name, rec.block, s, ln, ins)
+                    assert value(vals[f"x{s}.out{ln}"]) == want, (name, rec.block, s, ln, ins)
                     if ins.d:
                         r[(ln, ins.d)] = want
                 elif ins.op == Op.LD:
@@ -105,7 +105,7 @@ def test_slots_compute_what_the_machine_computes(graph, name: str) -> None:
                             where = (r[(ln, ins.a)] + 4 * index) & MASK32
                         owner = (rec.warp, ln) if space == Space.LOCAL else ()
                         want = memory[(space.name.lower(), where, *owner)]
-                    assert value(vals[f"x{s}.res{ln}"]) == want, (name, rec.block, s, ln, ins)
+                    assert value(vals[f"x{s}.out{ln}"]) == want, (name, rec.block, s, ln, ins)
                     if ins.d:
                         r[(ln, ins.d)] = want
                 elif ins.op in (Op.SETP, Op.PLOP):
@@ -120,7 +120,7 @@ def test_slots_compute_what_the_machine_computes(graph, name: str) -> None:
                         want = a if p[(ln, ins.c)] != bool(ins.mod & 1) else b
                     else:
                         want = alu(ins.op, a, b, r[(ln, ins.c)]) & MASK32
-                    assert value(vals[f"x{s}.res{ln}"]) == want, (name, rec.block, s, ln, ins)
+                    assert value(vals[f"x{s}.out{ln}"]) == want, (name, rec.block, s, ln, ins)
                     if ins.d:
                         r[(ln, ins.d)] = want
                 assert vals[f"x{s}.wr{ln}"] == [int(ins.op not in (Op.SETP, Op.PLOP)

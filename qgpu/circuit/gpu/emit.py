@@ -41,6 +41,7 @@ from qgpu.circuit.gpu.machine import (
     op_is,
     rails,
 )
+from qgpu.compiler import gadgets as gd
 from qgpu.compiler.graph import Address, Graph, Part, Rule
 from qgpu.isa import ATOMIC_OPS, SLOT_UNITS, Op, Space
 
@@ -80,7 +81,7 @@ def _offsets(layout: list[tuple[str, int]]) -> dict[str, int]:
 
 
 FLAG_AT, CONTROL_AT = _offsets(FLAGS), _offsets(CONTROL)
-VALUE_BANKS = [(f"ob.v{s}{lane}", f"x{s}.res{lane}") for s in SLOTS for lane in LANES] + [
+VALUE_BANKS = [(f"ob.v{s}{lane}", f"x{s}.out{lane}") for s in SLOTS for lane in LANES] + [
     (f"ob.{x}{lane}", f"a.{x[1]}{lane}") for x in ("ao", "an") for lane in LANES]
 """The outbox's value banks and what the EXEC writes there: every slot's results, an atomic's
 old values (its register write-back) and new values (its memory records). A frame's enable
@@ -135,7 +136,10 @@ def results(g: Graph) -> None:
                                          (((kill, 0), 1),)) for t in later])
                 rules.append(Rule(mine, (((fin, lane), -1),), count=((kill, 0), 1)))
         g.rule_group(fin, rules)
-        res = [f"x{s}.res{lane}" for lane in LANES]
+        res = [f"x{s}.out{lane}" for lane in LANES]
+        for lane in LANES:  # the result's bits again, from the digits it lives in
+            g.feature(res[lane], WORD)
+            gd.unpack(g, res[lane], f"x{s}.rpk{lane}", res[lane])
         for lane in LANES[1:]:  # bits where the lane differs from the lowest active lane
             df = f"o.df{s}{lane}"
             g.feature(df, 1)

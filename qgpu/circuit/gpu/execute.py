@@ -12,7 +12,11 @@ Per slot s and lane l:
 * **guard** — the warp's predicate row is read once per slot and patched bit by bit from earlier
   slots; ``x{s}.ex{l}`` = the lane is active and its guard allows the instruction.
 * **results** — every unit adds into ``x{s}.res{l}`` (or the predicate ``x{s}.pres{l}``) gated
-  by its opcode and ``ex``, so exactly one unit's value lands there; ``x{s}.wr{l}`` /
+  by its opcode and ``ex``, so exactly one unit's value lands there; the result is written
+  through to its base-16 digits ``x{s}.rpk{l}`` and never exists as bits before the outbox
+  unpacks it (``packed_results``). In a multiplier slot the units read a and b as the adder's
+  operands p and q (``machine.operand_a``), so ports a and b die with the multiplier's first
+  layer; ``x{s}.wr{l}`` /
   ``x{s}.pwr{l}`` say the lane wrote register d (r0 never counts) / predicate d.
 
 Units: one adder per lane that adds or subtracts (ADD, SUB, and the flags of SETP and MIN/MAX),
@@ -43,6 +47,7 @@ from qgpu.circuit.gpu.machine import (
     instr_bits,
     kind_dim,
     op_is,
+    operand_a,
     operand_b,
     pred_bank,
     rails,
@@ -243,7 +248,7 @@ def select_units(g: Graph, s: int) -> None:
     ([!]pred a) AND / OR / XOR ([!]pred b), mod = op | neg_a << 2 | neg_b << 3."""
     mod = instr_bits(s, "mod")
     for lane in LANES:
-        a, b, res = f"x{s}.a{lane}", operand_b(s, lane), f"x{s}.res{lane}"
+        a, b, res = operand_a(s, lane), operand_b(s, lane), f"x{s}.res{lane}"
         run = ((f"x{s}.ex{lane}", 0), 1)
         x, y = (f"x{s}.px{lane}", 0), (f"x{s}.py{lane}", 0)
         rules = [Rule((run,) + op_is(s, Op.SEL) + ((x, p), (mod[0], neg), ((src, i), 1)),
@@ -344,7 +349,7 @@ def alu(g: Graph, s: int) -> None:
     sub = ((inv, 0), 1)
     for lane in LANES:
         x, y, carry_in = adder_operands(g, s, lane)
-        a, b, res, ex = f"x{s}.a{lane}", operand_b(s, lane), f"x{s}.res{lane}", f"x{s}.ex{lane}"
+        a, b, res, ex = operand_a(s, lane), operand_b(s, lane), f"x{s}.res{lane}", f"x{s}.ex{lane}"
         g.feature(res, WORD, accumulate=True)
         g.feature(f"x{s}.pres{lane}", 1, accumulate=True)
         total, flags = f"x{s}.sum{lane}", f"x{s}.fl{lane}"  # flags: C (no borrow), Z (a == b)
@@ -365,7 +370,7 @@ def alu(g: Graph, s: int) -> None:
 
 def _compares(g: Graph, s: int, lane: int) -> None:
     """SETP from the subtraction's flags and the operands' sign bits; MIN/MAX pick a or b."""
-    a, b, flags = f"x{s}.a{lane}", operand_b(s, lane), f"x{s}.fl{lane}"
+    a, b, flags = operand_a(s, lane), operand_b(s, lane), f"x{s}.fl{lane}"
     run = ((f"x{s}.ex{lane}", 0), 1)
 
     def state(z: int, c: int, sa: int, sb: int) -> tuple:
@@ -442,7 +447,7 @@ def bit_units(g: Graph, s: int) -> None:
     (they exclude each other); ABS negates when a's sign bit is set (``x{s}.ng``) and copies a
     otherwise. CLZ: one rule per highest set bit (and one for a == 0). BREV: wires."""
     for lane in LANES:
-        a, res = f"x{s}.a{lane}", f"x{s}.res{lane}"
+        a, res = operand_a(s, lane), f"x{s}.res{lane}"
         run = ((f"x{s}.ex{lane}", 0), 1)
         ng = f"x{s}.ng{lane}"
         g.feature(ng, 1)
@@ -484,7 +489,7 @@ def shifts(g: Graph, s: int) -> None:
     into ``x{s}.sht{lane}`` and by the high part into the result; one intermediate per lane
     serves all three ops, as only one runs."""
     for lane in LANES:
-        a, b, res = f"x{s}.a{lane}", operand_b(s, lane), f"x{s}.res{lane}"
+        a, b, res = operand_a(s, lane), operand_b(s, lane), f"x{s}.res{lane}"
         run = ((f"x{s}.ex{lane}", 0), 1)
         small = tuple(((b, i), 0) for i in range(5, WORD))
         lo, hi, big, t = (f"x{s}.sh{x}{lane}" for x in ("lo", "hi", "big", "t"))
@@ -534,11 +539,13 @@ def branch(g: Graph) -> None:
 
 
 def packed_results(g: Graph, s: int) -> None:
-    """x{s}.rpk{l}: slot s's result in base-16 digits, which later slots' patches read: a
-    mirror of the result (every unit's rule adds to the digits too), ready with it."""
+    """x{s}.rpk{l}: slot s's result, which lives only as base-16 digits: every unit writes
+    ``x{s}.res{l}`` through to them (a mirror: no neuron, no layer), so a result holds 8 dims
+    from its first unit to the outbox, not 32. Later slots' patches read the digits; the outbox
+    unpacks them (``emit.results``)."""
     for lane in LANES:
         g.feature(f"x{s}.rpk{lane}", WORD // 4, accumulate=True)
-        g.mirror(f"x{s}.res{lane}", f"x{s}.rpk{lane}", hex_digit)
+        g.mirror(f"x{s}.res{lane}", f"x{s}.rpk{lane}", hex_digit, through=True)
 
 
 def hex_digit(bit: int) -> tuple[int, int]:
@@ -565,8 +572,7 @@ def build_slots(g: Graph) -> None:
             memory.shuffle_unit(g, s)
             memory.fault_checks(g, s)
             memory.store_records(g, s)
-        if s < limits.BLOCK_SLOTS - 1:  # read by the patches of slots s + 1..
-            packed_results(g, s)
+        packed_results(g, s)
     atomic.atomic_unit(g)
     memory.first_fault(g)
     branch(g)

@@ -244,12 +244,20 @@ def access_is(s: int, op: Op, space: Space | None) -> tuple:
     return op_is(s, op) + (() if space is None else ((mod[0], space & 1), (mod[1], space >> 1)))
 
 
+def operand_a(s: int, lane: int) -> str:
+    """Operand a as slot s's units read it: port a in a memory slot; in a multiplier slot the
+    adder's operand ``x{s}.p{lane}``, which is port a unless the slot multiplies (and then no
+    other unit runs) — so port a dies when the multiplier and the pass to the adder read it."""
+    return f"x{s}.p{lane}" if SLOT_UNITS[s] == "multiply" else f"x{s}.a{lane}"
+
+
 def operand_b(s: int, lane: int) -> str:
-    """Operand b as slot s's units read it. In a memory slot that is the adder's operand
-    ``x{s}.q{lane}``: port b itself, except for an indexed access's shifted index and a CAS's
-    swap value, which no other unit reads (the atomic unit reads the swap value from port b) —
-    so port b dies as soon as q is formed."""
-    return f"x{s}.q{lane}" if SLOT_UNITS[s] == "memory" else f"x{s}.b{lane}"
+    """Operand b as slot s's units read it: the adder's operand ``x{s}.q{lane}``. In a
+    multiplier slot that is port b unless the slot multiplies; in a memory slot port b itself,
+    except for an indexed access's shifted index and a CAS's swap value, which no other unit
+    reads (the atomic unit reads the swap value from port b) — so port b dies as soon as q is
+    formed."""
+    return f"x{s}.q{lane}"
 
 
 def build(*, execute: bool = True) -> Graph:
