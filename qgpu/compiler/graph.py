@@ -160,6 +160,8 @@ class Graph:
         With `through` the feature itself is never written: it stops being a feature and
         becomes a name that rules write through to their images — a value that only ever
         lives as its image (a slot's result, held as base-16 digits) and that no rule reads."""
+        if feature in self.through:  # its rules no longer add to it: a new image would miss them
+            raise ValueError(f"{feature} is written through: it takes no further mirror")
         if not self.features[image].accumulate:
             raise ValueError(f"mirror image {image} must be an accumulate feature")
         if through:

@@ -62,11 +62,13 @@ def test_written_through_results_compile_exactly(dtype: str, step: bool) -> None
     assert_exact(result_graph(True), tokens(), dtype, step)
 
 
-def test_a_written_through_name_cannot_be_read() -> None:
+def test_a_written_through_name_cannot_be_read_or_mirrored_again() -> None:
     g = result_graph(True)
     g.feature("x", 1)
     with pytest.raises(ValueError, match="written through"):
         g.rule_group("x", [Rule(((("r", 0), 1),), ((("x", 0), 1),))])
+    with pytest.raises(ValueError, match="no further mirror"):
+        g.mirror("r", "x", hex_digit)
     g2 = Graph()
     g2.feature("a", 4, token_input=True)
     g2.feature("r", 4, accumulate=True)

@@ -1,6 +1,6 @@
 """The GPU circuit compiled for a base: the schedule for the base's layer shapes (memoised:
 the build, ``--check`` and ``map`` share it), and the weights the merge needs (qgpu/merge.py),
-its layers emitted one at a time as the merge asks for them (43 layers of the 2B shapes are
+its layers emitted one at a time as the merge asks for them (the 2B shapes' 44 layers are
 ~10 GB in float32: never held at once)."""
 
 from __future__ import annotations
