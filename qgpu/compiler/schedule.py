@@ -448,13 +448,15 @@ def _place_clears(g: Graph, shape: LayerShape, ready: dict[str, int],
                   readers: dict[str, list[int]], neurons_used: dict[int, int], last: int) \
         -> dict[str, tuple[int, int]]:
     """For every feature whose last reader comes before the last sublayer: the MLP sublayer
-    (layer, first neuron) where rules subtract it, so that later features can take its dims."""
+    (layer, first neuron) where rules subtract it, so that later features can take its dims. A
+    token input that the output selection aliases is cleared too (after layer 0's MLP when
+    nothing reads it): its dims are lent until the selection adds there (``_allocate``)."""
     clears = {}
     aliased = {f.alias for f in g.features.values() if f.alias}
     for name, f in g.features.items():
-        if not readers[name] or name in aliased or f.token_input and f.accumulate:
+        if f.token_input and f.accumulate or not readers[name] and name not in aliased:
             continue
-        c = max(readers[name])
+        c = max(readers[name], default=1)
         c += (c % 2 == 0)  # the same MLP sublayer as the last reader, or the next one
         while c < last and neurons_used.get(c // 2, 0) + f.size > shape.intermediate:
             c += 2
@@ -473,8 +475,12 @@ def _allocate(g: Graph, first: dict[str, int], clears: dict[str, tuple[int, int]
     and the writers' add up in the same sublayer: the old value goes, the new one comes). A
     memory read adds to CARRIER, so a read output's dims hold CARRIER before it is written:
     from the embedding, or from the clear of the dim's previous holder (a clear leaves 0 or
-    CARRIER, whichever the next holder needs)."""
+    CARRIER, whichever the next holder needs). The dims of a token input that the output
+    selection aliases are only lent once it is cleared: they go to features that are cleared
+    too (before the selection's sublayer), so they hold 0 when the selection adds there."""
     read_outs = {r.out for r in g.reads}
+    aliased = {f.alias for f in g.features.values() if f.alias}
+    lent: set[int] = set()  # dims the selection takes back at the end
     free: list[tuple[int, int]] = []  # (freed after sublayer, dim)
     dims: dict[str, list[int]] = {}
     holder: dict[int, tuple[str, int]] = {}  # dim -> (latest feature on it, its index there)
@@ -492,7 +498,8 @@ def _allocate(g: Graph, first: dict[str, int], clears: dict[str, tuple[int, int]
             continue
         # born in the clear's own sublayer: its writers must not read it there (it is not 0 yet)
         latest = born(name) - (name in read_at_birth)
-        usable = sorted((e for e in free if e[0] <= latest), key=lambda e: e[1])[:f.size]
+        usable = sorted((e for e in free if e[0] <= latest
+                         and (name in clears or e[1] not in lent)), key=lambda e: e[1])[:f.size]
         for e in usable:
             free.remove(e)
         got = [d for _, d in usable] + list(range(k, k + f.size - len(usable)))
@@ -508,6 +515,8 @@ def _allocate(g: Graph, first: dict[str, int], clears: dict[str, tuple[int, int]
         if name in clears:
             layer, _ = clears[name]
             free += [(2 * layer + 1, d) for d in got]
+            if name in aliased:
+                lent.update(got)
     return dims, sorted(carriers), clear_to_carrier, k
 
 
