@@ -149,7 +149,7 @@ class Graph:
     # feature -> [(image, per dim i of the feature: (image dim, weight))] (``mirror``)
     mirrors: dict[str, list[tuple[str, Callable[[int], tuple[int, int]]]]] = field(
         default_factory=dict)
-    through: dict[str, Feature] = field(default_factory=dict)  # names written through
+    through: set[str] = field(default_factory=set)  # names written through (``mirror``)
 
     def mirror(self, feature: str, image: str,
                weight: Callable[[int], tuple[int, int]], *, through: bool = False) -> None:
@@ -169,7 +169,8 @@ class Graph:
             if readers or any(r.out == feature for r in self.reads) or any(
                     p.feature == feature for w in self.writes for p in w.parts):
                 raise ValueError(f"{feature} is read ({readers}): it cannot be written through")
-            self.through[feature] = self.features.pop(feature)
+            del self.features[feature]
+            self.through.add(feature)
         self.mirrors.setdefault(feature, []).append((image, weight))
         for name in [n for n, outs in self.rule_outputs.items() if feature in outs]:
             self.rules[name] = self._written([self._mirrored(r, feature, image, weight)
@@ -224,13 +225,13 @@ class Graph:
         ins = {d[0] for r in rules for (d, _) in r.literals}
         ins |= {r.count[0][0] for r in rules if r.count is not None}
         outs = {d[0] for r in rules for (d, _) in r.deltas}
-        for f in ins & self.through.keys():
+        for f in ins & self.through:
             raise ValueError(f"rule group {name} reads {f}, which is written through to "
                              f"{[image for image, _ in self.mirrors[f]]}")
-        for f in ins | (outs - self.through.keys()):
+        for f in ins | (outs - self.through):
             if f not in self.features:
                 raise ValueError(f"rule group {name} uses unknown feature {f}")
-        for f in outs - self.through.keys():
+        for f in outs - self.through:
             feat = self.features[f]
             if feat.accumulate:
                 continue
@@ -241,7 +242,7 @@ class Graph:
             for image, weight in self.mirrors[f]:
                 rules = [self._mirrored(r, f, image, weight) for r in rules]
                 outs = outs | {image}
-        rules, outs = self._written(rules), outs - self.through.keys()
+        rules, outs = self._written(rules), outs - self.through
         self.rules[name] = rules
         self.rule_inputs[name] = ins
         self.rule_outputs[name] = outs

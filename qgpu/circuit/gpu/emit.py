@@ -136,15 +136,15 @@ def results(g: Graph) -> None:
                                          (((kill, 0), 1),)) for t in later])
                 rules.append(Rule(mine, (((fin, lane), -1),), count=((kill, 0), 1)))
         g.rule_group(fin, rules)
-        res = [f"x{s}.out{lane}" for lane in LANES]
+        out = [f"x{s}.out{lane}" for lane in LANES]
         for lane in LANES:  # the result's bits again, from the digits it lives in
-            g.feature(res[lane], WORD)
-            gd.unpack(g, res[lane], f"x{s}.rpk{lane}", res[lane])
+            g.feature(out[lane], WORD)
+            gd.unpack(g, out[lane], f"x{s}.rpk{lane}", out[lane])
         for lane in LANES[1:]:  # bits where the lane differs from the lowest active lane
             df = f"o.df{s}{lane}"
             g.feature(df, 1)
-            g.rule_group(df, [Rule(_lowest(f) + ((("msk1", lane), 1), ((res[f], i), v),
-                                                 ((res[lane], i), 1 - v)), (((df, 0), 1),))
+            g.rule_group(df, [Rule(_lowest(f) + ((("msk1", lane), 1), ((out[f], i), v),
+                                                 ((out[lane], i), 1 - v)), (((df, 0), 1),))
                               for f in range(lane) for i in range(WORD) for v in (0, 1)])
             g.feature(f"o.ne{s}{lane}", 1)
             g.rule_group(f"o.ne{s}{lane}", [Rule((), (((f"o.ne{s}{lane}", 0), 1),),

@@ -325,7 +325,7 @@ def adder_operands(g: Graph, s: int, lane: int) -> tuple[str, str, gd.CarryIn]:
     if SLOT_UNITS[s] == "memory":
         return a, indexed_operand(g, s, lane), sub
     mul, hi, signed = f"x{s}.mul", f"x{s}.hi", f"x{s}.sg"
-    p, q = f"x{s}.p{lane}", f"x{s}.q{lane}"
+    p, q = operand_a(s, lane), operand_b(s, lane)  # a and b, unless the slot multiplies
     if lane == 0:
         any_op(g, mul, s, MULTIPLYING_OPS)
         any_op(g, hi, s, (Op.MULHI, Op.MULHIU))
