@@ -30,6 +30,7 @@ from __future__ import annotations
 from qgpu import limits
 from qgpu import tokens as T
 from qgpu.circuit.gpu.encoding import FIELD, FIELDS, KINDS, LANE_SELECT, SPACES
+from qgpu.circuit.gpu.execute import DIGIT_BASE, lane_difference
 from qgpu.circuit.gpu.machine import (
     EXEC,
     LANES,
@@ -136,16 +137,21 @@ def results(g: Graph) -> None:
                                          (((kill, 0), 1),)) for t in later])
                 rules.append(Rule(mine, (((fin, lane), -1),), count=((kill, 0), 1)))
         g.rule_group(fin, rules)
-        out = [f"x{s}.out{lane}" for lane in LANES]
-        for lane in LANES:  # the result's bits again, from the digits it lives in
-            g.feature(out[lane], WORD)
-            gd.unpack(g, out[lane], f"x{s}.rpk{lane}", out[lane])
-        for lane in LANES[1:]:  # bits where the lane differs from the lowest active lane
+        for lane in LANES:  # the result's bits again (for its value bank), from its digits
+            g.feature(f"x{s}.out{lane}", WORD)
+            gd.unpack(g, f"x{s}.out{lane}", f"x{s}.rpk{lane}", f"x{s}.out{lane}")
+        for lane in LANES[1:]:  # digits where the lane differs from the lowest active lane
             df = f"o.df{s}{lane}"
             g.feature(df, 1)
-            g.rule_group(df, [Rule(_lowest(f) + ((("msk1", lane), 1), ((out[f], i), v),
-                                                 ((out[lane], i), 1 - v)), (((df, 0), 1),))
-                              for f in range(lane) for i in range(WORD) for v in (0, 1)])
+            rules = []
+            for f in range(lane):
+                both = _lowest(f) + ((("msk1", lane), 1),)
+                for k in range(WORD // 4):  # the digit differs: base + diff is not DIGIT_BASE
+                    at = (lane_difference(s, f, lane), k)
+                    rules += [Rule(both, (((df, 0), 1),), count=(at, DIGIT_BASE + 1)),
+                              Rule(both, (((df, 0), 1),)),
+                              Rule(both, (((df, 0), -1),), count=(at, DIGIT_BASE))]
+            g.rule_group(df, rules)
             g.feature(f"o.ne{s}{lane}", 1)
             g.rule_group(f"o.ne{s}{lane}", [Rule((), (((f"o.ne{s}{lane}", 0), 1),),
                                                  count=((df, 0), 1))])

@@ -542,15 +542,44 @@ def packed_results(g: Graph, s: int) -> None:
     """x{s}.rpk{l}: slot s's result, which lives only as base-16 digits: every unit writes
     ``x{s}.res{l}`` through to them (a mirror: no neuron, no layer), so a result holds 8 dims
     from its first unit to the outbox, not 32. Later slots' patches read the digits; the outbox
-    unpacks them (``emit.results``)."""
+    unpacks them (``emit.results``). Before that, ``lane_differences`` mirrors the results
+    into the digit differences the outbox's lane tests read."""
+    lane_differences(g, s)
     for lane in LANES:
         g.feature(f"x{s}.rpk{lane}", WORD // 4, accumulate=True)
         g.mirror(f"x{s}.res{lane}", f"x{s}.rpk{lane}", hex_digit, through=True)
 
 
+def lane_difference(s: int, f: int, lane: int) -> str:
+    """The feature holding DIGIT_BASE + (lane's result digit - lane f's) per base-16 digit."""
+    return f"x{s}.ld{f}{lane}"
+
+
+DIGIT_BASE = 16
+"""Added to every lane difference digit so that it is a count (1..31): 16 when they agree."""
+
+
+def lane_differences(g: Graph, s: int) -> None:
+    """For each pair of lanes f < l, 8 count dims ``lane_difference(s, f, l)`` with
+    DIGIT_BASE + (digit of l's result - digit of f's): mirrors of both results' writers (no
+    neuron, no layer) and one rule adding the base, so the outbox tests whether two lanes
+    wrote the same value from 8 dims per pair, never from the results' 32 bits."""
+    for f, lane in itertools.combinations(LANES, 2):
+        diff = lane_difference(s, f, lane)
+        g.feature(diff, WORD // 4, accumulate=True)
+        g.rule_group(diff, [Rule((), tuple(((diff, k), DIGIT_BASE) for k in range(WORD // 4)))])
+        g.mirror(f"x{s}.res{lane}", diff, hex_digit)
+        g.mirror(f"x{s}.res{f}", diff, negative_hex_digit)
+
+
 def hex_digit(bit: int) -> tuple[int, int]:
     """(digit, weight) of a bit in base-16 digits (a module function: schedules pickle)."""
     return bit // 4, 1 << bit % 4
+
+
+def negative_hex_digit(bit: int) -> tuple[int, int]:
+    """``hex_digit`` with the weight negated (the subtracted lane of a difference)."""
+    return bit // 4, -(1 << bit % 4)
 
 
 def build_slots(g: Graph) -> None:
