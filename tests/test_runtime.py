@@ -109,7 +109,7 @@ def test_bfloat16_runs_the_dot_product_exactly(build_dir) -> None:
 
 
 def test_isolation_holds_for_the_merged_gpu(gpu, build_dir) -> None:
-    """The compiler issue's isolation proofs on this model: the 44 circuit layers leave text
+    """The compiler issue's isolation proofs on this model: the circuit layers leave text
     tokens exactly as they were and the base layers add exactly zero to circuit tokens (a
     launch's prompt), circuit tokens get logit exactly 0 on text, and the text distribution is
     the base's (float32)."""
