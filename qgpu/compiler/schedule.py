@@ -73,6 +73,38 @@ class Schedule:
         """Whether the feature still holds its value after the last layer."""
         return feature not in self.clears
 
+    def residual_energy(self, values: dict[str, list[int]]) -> np.ndarray:
+        """The sum of squares of the circuit's dims (all but the anchor) after the embedding
+        and after every sublayer, for a token whose features end with `values` (an evaluator
+        step of ``self.graph``): what the anchor must swallow for every RMSNorm to divide by
+        exactly 2**ANCHOR_EXP (``numerics.energy_budget``). Each dim holds its features in
+        turn (a read output on top of CARRIER) and between them what the clear left: 0 or
+        CARRIER. A feature counts with its final value from its first writer on."""
+        g, last = self.graph, 2 * self.layers
+        born = {n: -1 for n, f in g.features.items() if f.token_input}
+        for (kind, name), t in self.place().items():
+            outs = g.rule_outputs[name] if kind == "rules" else {
+                r.out for r in g.reads if r.bank == name}
+            for f in outs:
+                born[f] = min(born.get(f, t), t)
+        grid = np.zeros((last + 1, self.k_used))  # row t + 1: after sublayer t
+        grid[:, nx.UNIT_DIM] = grid[:, nx.ON_DIM] = 1.0
+        grid[:, self.carriers] = nx.CARRIER
+        order = sorted((n for n in self.dims if not g.features[n].alias), key=lambda n: born[n])
+        for name in order + [n for n in self.dims if g.features[n].alias]:
+            f = g.features[name]
+            start = born[name] + 1
+            end = 2 * self.clears[name][0] + 2 if name in self.clears else last + 1
+            value = np.asarray(values[name], dtype=float) + self.offset(name)
+            for i, d in enumerate(self.dims[name]):
+                if f.alias:  # adds on top of its token input, in the last sublayer
+                    grid[start:, d] += value[i]
+                    continue
+                grid[start:end, d] = value[i]
+                if end <= last:
+                    grid[end:, d] = nx.CARRIER if self.clear_to_carrier[name][i] else 0.0
+        return (grid * grid).sum(axis=1)
+
     def allocation_map(self) -> dict:
         """What every layer, head, neuron range and residual dim does (JSON-ready)."""
         g = self.graph

@@ -5,8 +5,11 @@ from __future__ import annotations
 import pytest
 
 import qgpu.build
-from qgpu.circuit.gpu import compiled
+from qgpu.circuit.gpu import compiled, encoding
+from qgpu.compiler import numerics as nx
+from qgpu.compiler.evaluate import Evaluator
 from qgpu.compiler.schedule import LayerShape
+from tests.circuit.test_gpu_writeback import launch_stream
 
 
 @pytest.fixture
@@ -44,3 +47,18 @@ def test_another_shape_or_source_is_scheduled_afresh(counted, monkeypatch) -> No
     compiled.pickled_schedule.cache_clear()
     monkeypatch.setattr(qgpu.build, "source_hash", lambda modules: "an edited circuit")
     assert compiled.gpu_schedule(LayerShape())["n"] == 3
+
+
+def test_the_anchor_swallows_the_residual_of_every_token_of_a_launch() -> None:
+    """The numerics contract: every circuit dim's square summed stays under what the anchor
+    swallows in float32 (numerics.energy_budget) after every sublayer of every token of the
+    dot product's launch, at the narrowest merged width (the tiny base's)."""
+    sched = compiled.gpu_schedule(LayerShape())
+    launch, run, stream = launch_stream("dot")
+    ev = Evaluator(sched.graph)
+    base = qgpu.build.TINY_BASE["hidden_size"]
+    hidden = base + nx.pad_k(base, sched.k_used)
+    budget = nx.energy_budget(hidden)
+    worst = max((float(e.max()), t) for t, token in enumerate(stream)
+                for e in [sched.residual_energy(ev.step(encoding.features(token)))])
+    assert 0 < worst[0] < budget, (worst, budget)
