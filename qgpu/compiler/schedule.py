@@ -82,10 +82,8 @@ class Schedule:
         CARRIER. A feature counts with its final value from its first writer on."""
         g, last = self.graph, 2 * self.layers
         born = {n: -1 for n, f in g.features.items() if f.token_input}
-        for (kind, name), t in self.place().items():
-            outs = g.rule_outputs[name] if kind == "rules" else {
-                r.out for r in g.reads if r.bank == name}
-            for f in outs:
+        for node, t in self.place().items():
+            for f in _node_io(g, node, self.shape)[1]:
                 born[f] = min(born.get(f, t), t)
         grid = np.zeros((last + 1, self.k_used))  # row t + 1: after sublayer t
         grid[:, nx.UNIT_DIM] = grid[:, nx.ON_DIM] = 1.0
