@@ -6,6 +6,7 @@ import pytest
 
 from qgpu import limits
 from qgpu.isa import (
+    HIGH_MULTIPLY_SLOTS,
     NOP,
     SLOT_UNITS,
     Atom,
@@ -37,6 +38,17 @@ def test_units_of_instructions() -> None:
 def test_block_rejects_an_instruction_its_slot_cannot_run() -> None:
     with pytest.raises(ValueError, match="slot 0 has no multiply unit for MUL"):
         Block((Instr(Op.MUL, 1, 2, 3),), Term(TermKind.EXIT))
+    with pytest.raises(ValueError, match="slot 3's multiplier gives no high half for MULHI"):
+        Block((NOP, NOP, NOP, Instr(Op.MULHI, 1, 2, 3)), Term(TermKind.EXIT))
+    Block((NOP, Instr(Op.MULHIU, 1, 2, 3), NOP, Instr(Op.MAD, 4, 2, 3, 1)), Term(TermKind.EXIT))
+
+
+def test_high_multiplies_take_only_the_slots_with_a_high_half() -> None:
+    assert [s for s in range(limits.BLOCK_SLOTS)
+            if slot_allows(s, Instr(Op.MULHI, 1, 2, 3))] == list(HIGH_MULTIPLY_SLOTS) == [1]
+    hi, hu, lo = Instr(Op.MULHI, 3, 2, 2), Instr(Op.MULHIU, 5, 2, 2), Instr(Op.MUL, 4, 2, 2)
+    # two independent high multiplies: one block each; the low one fills slot 3 beside the first
+    assert pack_slots([hi, hu, lo]) == [[NOP, hi, NOP, lo], [NOP, hu]]
 
 
 def test_independent_work_fills_the_slots_a_unit_skips() -> None:

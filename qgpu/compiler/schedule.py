@@ -156,12 +156,12 @@ def _ranges(ds: list[int]) -> list[list[int]] | list[int]:
     return runs[0] if len(runs) == 1 else runs
 
 
-FLATTEN_PLANS = ((8,), (6,), (4, 8, 12))
+FLATTEN_PLANS = ((8,), (6,), (4, 8, 12), (10,))
 """The flatten's move reaches, one plan per full schedule (``_flatten``): each hill-climb ends
 in another local optimum, whose peak differs by up to ~100 dims, so schedule() keeps the best."""
 
 
-def schedule(g: Graph, shape: LayerShape, *, pack: bool = True) -> Schedule:
+def schedule(g: Graph, shape: LayerShape, *, pack: bool = True, layers: int = 1) -> Schedule:
     """Place every node by list scheduling (``_list_schedule``), then sink each node whose
     outputs are read later towards its first reader (so values do not sit in the residual longer
     than needed), flatten the peak of live dims, then give features residual dims, reusing the
@@ -169,24 +169,26 @@ def schedule(g: Graph, shape: LayerShape, *, pack: bool = True) -> Schedule:
     long between reads are then held packed (packing.py), round after round (each packs what
     the last one's placement leaves waiting). Every flatten plan runs its own rounds; the
     schedule needing the fewest dims in no more layers is kept: its graph is then the
-    rewritten one (``Schedule.graph``)."""
+    rewritten one (``Schedule.graph``). A circuit that needs fewer than `layers` layers is
+    stretched to them (the output selection goes to the last one), which gives the flattening
+    room to spread work that would otherwise overlap."""
     best = None
     for reaches in FLATTEN_PLANS:
-        sched = _schedule(g, shape, reaches)
+        sched = _schedule(g, shape, reaches, layers)
         if best is None or sched.k_used < best.k_used and sched.layers <= best.layers:
             best = sched
         for _ in range(PACK_ROUNDS if pack else 0):  # a round's packing shifts the schedule
             packed = pack_idle(sched)
             if packed is None:
                 break
-            sched = _schedule(packed, shape, reaches)
+            sched = _schedule(packed, shape, reaches, layers)
             if sched.k_used < best.k_used and sched.layers <= best.layers:
                 best = sched
     assert best is not None
     return best
 
 
-def _schedule(g: Graph, shape: LayerShape, reaches: tuple[int, ...]) -> Schedule:
+def _schedule(g: Graph, shape: LayerShape, reaches: tuple[int, ...], layers: int) -> Schedule:
     order = node_order(g)
     io = {node: _node_io(g, node, shape) for node in order}
     written = {f for node in order for f in io[node][1]}
@@ -203,7 +205,7 @@ def _schedule(g: Graph, shape: LayerShape, reaches: tuple[int, ...]) -> Schedule
             users[d].append(n)
     place = _list_schedule(order, deps, users, io, used, shape)
     _sink(g, order, io, place, used, shape)
-    _selection_last(g, order, io, place, used, shape)
+    _selection_last(g, order, io, place, used, shape, layers)
     _flatten(g, order, deps, users, io, place, used, shape, reaches)
 
     ready = {n: -1 for n, f in g.features.items() if f.token_input}
@@ -333,17 +335,19 @@ def _sink(g: Graph, order: list, io: dict, place: dict, used: dict, shape: Layer
 
 
 def _selection_last(g: Graph, order: list, io: dict, place: dict, used: dict,
-                    shape: LayerShape) -> None:
+                    shape: LayerShape, layers: int) -> None:
     """Rule groups that write aliases (the output selection) add to dims a token input holds,
     so every reader of that input must come first: they all go into one MLP sublayer after
-    every other node (a group that also reads the input reads it there, before any adds)."""
+    every other node (a group that also reads the input reads it there, before any adds), in
+    layer `layers` - 1 at the earliest."""
     aliased = {n for n, f in g.features.items() if f.alias}
     writers = [n for n in order if n[0] == "rules" and io[n][1] & aliased]
     if not writers:
         return
     for w in writers:
         used[("rules", place[w])] -= io[w][2]
-    s = _fit("rules", max(place.values()), sum(io[w][2] for w in writers), used, shape)
+    s = _fit("rules", max(max(place.values()), 2 * layers - 1), sum(io[w][2] for w in writers),
+             used, shape)
     for w in writers:
         place[w] = s
         used[("rules", s)] = used.get(("rules", s), 0) + io[w][2]

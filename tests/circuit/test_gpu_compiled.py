@@ -18,7 +18,8 @@ def counted(tmp_path, monkeypatch):
     monkeypatch.setenv("QGPU_CACHE_DIR", str(tmp_path))
     calls: list[LayerShape] = []
 
-    def scheduler(graph, shape: LayerShape) -> dict:
+    def scheduler(graph, shape: LayerShape, *, layers: int) -> dict:
+        assert layers == compiled.machine.LAYERS  # the circuit's layer budget
         calls.append(shape)
         return {"shape": shape, "n": len(calls)}
 

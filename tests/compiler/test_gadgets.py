@@ -15,8 +15,9 @@ from qgpu.compiler.schedule import LayerShape, decode, embed, schedule
 from tests.compiler.helpers import MODES, SHAPE, onehot, word
 
 
-def assert_exact(g: Graph, tokens: list[dict], dtype: str, step: bool) -> None:
-    sched = schedule(g, SHAPE)
+def assert_exact(g: Graph, tokens: list[dict], dtype: str, step: bool,
+                 layers: int = 1) -> None:
+    sched = schedule(g, SHAPE, layers=layers)
     model, k = build_circuit_model(sched, dtype)
     embeds = torch.stack([embed(sched, k, k, t) for t in tokens])
     residual = run_layers(model, embeds, step=step)
@@ -216,6 +217,22 @@ def test_a_selection_waits_for_every_reader_of_the_input_it_shares(dtype: str,
     sched = schedule(g, SHAPE)
     assert sched.neurons["choose"][0] >= sched.neurons["late"][0]
     assert_exact(g, [{"a": onehot(2, i)} for i in (0, 1, 1, 0)], dtype, step)
+
+
+@pytest.mark.parametrize("dtype,step", MODES)
+def test_a_layer_budget_stretches_the_schedule_to_its_last_layer(dtype: str, step: bool) -> None:
+    """schedule(layers=N): a circuit that needs fewer layers gets N, its output selection in
+    the last one (every other node may spread over the room before it); one that needs more
+    keeps what it needs."""
+    g = lending_graph()
+    need = schedule(g, SHAPE).layers
+    stretched = schedule(g, SHAPE, layers=need + 2)
+    assert stretched.layers == need + 2 and stretched.neurons["sel"][0] == need + 1
+    assert schedule(g, SHAPE, layers=need - 1).layers == need
+    rng = random.Random(3)
+    assert_exact(g, [{"z": [rng.getrandbits(1) for _ in range(16)],
+                      "e": [rng.getrandbits(1) for _ in range(16)]} for _ in range(4)],
+                 dtype, step, layers=need + 2)
 
 
 def lending_graph() -> Graph:

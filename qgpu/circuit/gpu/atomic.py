@@ -24,7 +24,7 @@ from __future__ import annotations
 import operator
 
 from qgpu import limits
-from qgpu.circuit.gpu.machine import EXEC, LANES, field_is, op_is
+from qgpu.circuit.gpu.machine import EXEC, LANES, field_is, hex_digit, op_is
 from qgpu.compiler import gadgets as gd
 from qgpu.compiler.graph import Graph, Rule
 from qgpu.isa import ATOMIC_OPS, SLOT_UNITS, Atom
@@ -70,14 +70,21 @@ def atomic_unit(g: Graph) -> None:
 
 def _operands(g: Graph, lane: int) -> None:
     """a.r{l}: the lane runs the atomic; a.v{l}: its value; a.y{l}: what the adder adds to old,
-    or CAS's swap value (a CAS adds nothing, so the two share one feature)."""
-    run, v, y = (f"a.{x}{lane}" for x in "rvy")
-    for f, size in ((run, 1), (v, WORD), (y, WORD)):
-        g.feature(f, size)
-    rules = []
+    or CAS's swap value (a CAS adds nothing, so the two share one feature). Each memory slot
+    writes them where it reads its ports, so no port waits for the chain: they wait as base-16
+    digits (a.vd{l}, a.yd{l}: the slots' rules write through to them) and are unpacked for the
+    lane's step."""
+    run = f"a.r{lane}"
+    g.feature(run, 1, accumulate=True)
+    for x in "vy":
+        word, digits = f"a.{x}w{lane}", f"a.{x}d{lane}"
+        g.feature(word, WORD)
+        g.feature(digits, WORD // 4, accumulate=True)
+        g.mirror(word, digits, hex_digit, through=True)
+    v, y = f"a.vw{lane}", f"a.yw{lane}"
     for s in MEMORY_SLOTS:
         here = (((f"x{s}.ex{lane}", 0), 1), ((f"x{s}.atm", 0), 1))
-        rules.append(Rule(here, (((run, 0), 1),)))
+        rules = [Rule(here, (((run, 0), 1),))]
         for i in range(WORD):
             rules.append(Rule(here + (((f"x{s}.v{lane}", i), 1),), (((v, i), 1),)))
             rules.append(Rule(here + (((f"x{s}.cas", 0), 1), ((f"x{s}.b{lane}", i), 1)),
@@ -87,7 +94,10 @@ def _operands(g: Graph, lane: int) -> None:
         rules.append(Rule(here + field_is(s, "mod", Atom.INC), (((y, 0), 1),)))
         rules.append(Rule(here + field_is(s, "mod", Atom.DEC),
                           tuple(((y, i), 1) for i in range(WORD))))
-    g.rule_group(f"a.in{lane}", rules)
+        g.rule_group(f"a.in{s}{lane}", rules)
+    for x in "vy":
+        g.feature(f"a.{x}{lane}", WORD)
+        gd.unpack(g, f"a.{x}{lane}", f"a.{x}d{lane}", f"a.{x}{lane}")
 
 
 def _old(g: Graph, lane: int) -> None:

@@ -47,7 +47,7 @@ def pickled_schedule(shape: LayerShape) -> bytes:
     with diskcache.Cache(str(default_cache_dir() / "schedules")) as cache:
         blob = cache.get(key)
         if blob is None:
-            blob = pickle.dumps(schedule(machine.build(), shape))
+            blob = pickle.dumps(schedule(machine.build(), shape, layers=machine.LAYERS))
             cache.set(key, blob)
     return blob
 

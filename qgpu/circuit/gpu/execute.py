@@ -24,7 +24,8 @@ bitwise AND/OR/XOR/NOT, shifts (a two-stage barrel shifter per lane), NEG/ABS/PO
 SEL/PLOP, special registers (S2R: lookups over the warp, the lane, the thread block and the
 launch shape read from memory). Slots whose unit is the multiplier (isa.SLOT_UNITS) compress
 a * b (+ c) into two numbers and hand them to the same adder, which then serves MUL and MAD as
-well: multiplying costs those slots four layers and no second adder. Loads, stores, shuffles
+well (MULHI and MULHIU too in isa.HIGH_MULTIPLY_SLOTS: slot 3 multiplies the low half only):
+multiplying costs those slots four layers and no second adder. Loads, stores, shuffles
 and faults of the memory slots are in memory.py; after the slots, the branch's taken lanes.
 """
 from __future__ import annotations
@@ -44,8 +45,10 @@ from qgpu.circuit.gpu.machine import (
     bits_of,
     cta_is,
     field_is,
+    hex_digit,
     instr_bits,
     kind_dim,
+    negative_hex_digit,
     op_is,
     operand_a,
     operand_b,
@@ -55,7 +58,18 @@ from qgpu.circuit.gpu.machine import (
 )
 from qgpu.compiler import gadgets as gd
 from qgpu.compiler.graph import Address, Dim, Graph, Rule
-from qgpu.isa import ATOMIC_OPS, PRED_DEST_OPS, SLOT_UNITS, Atom, Cmp, Op, SReg, TermKind
+from qgpu.isa import (
+    ATOMIC_OPS,
+    HIGH_MULTIPLY_OPS,
+    HIGH_MULTIPLY_SLOTS,
+    PRED_DEST_OPS,
+    SLOT_UNITS,
+    Atom,
+    Cmp,
+    Op,
+    SReg,
+    TermKind,
+)
 
 PORTS = {"multiply": "abc", "memory": "abv"}
 """Register ports per slot unit: c is the addend of MAD, v the value a store or atomic writes;
@@ -64,6 +78,15 @@ WORD = 32
 REG_WRITING_OPS = tuple(op for op in Op if op not in PRED_DEST_OPS and op != Op.ST)
 SUBTRACTING_OPS = (Op.SUB, Op.SETP, Op.MIN, Op.MAX, Op.MINU, Op.MAXU)
 MULTIPLYING_OPS = (Op.MUL, Op.MAD, Op.MULHI, Op.MULHIU)
+
+
+def multiplying_ops(s: int) -> tuple[Op, ...]:
+    """The multiplies slot s runs: none in a memory slot, the high halves only in
+    isa.HIGH_MULTIPLY_SLOTS."""
+    if SLOT_UNITS[s] != "multiply":
+        return ()
+    return tuple(op for op in MULTIPLYING_OPS
+                 if s in HIGH_MULTIPLY_SLOTS or op not in HIGH_MULTIPLY_OPS)
 
 
 def any_op(g: Graph, name: str, slot: int, ops: tuple[Op, ...]) -> None:
@@ -319,22 +342,25 @@ def indexed_operand(g: Graph, s: int, lane: int) -> str:
 def adder_operands(g: Graph, s: int, lane: int) -> tuple[str, str, gd.CarryIn]:
     """The adder's inputs and carry-in: a and B (in a memory slot B shifted for an indexed
     address) and the subtract flag, except in a multiplier slot, where a multiply hands its two
-    partial numbers (``gd.mul_columns``) to the adder instead, and MULHI / MULHIU the high
-    halves' numbers with the low halves' carry terms."""
+    partial numbers (``gd.mul_columns``) to the adder instead, and MULHI / MULHIU (in
+    isa.HIGH_MULTIPLY_SLOTS) the high halves' numbers with the low halves' carry terms."""
     a, b, sub = f"x{s}.a{lane}", f"x{s}.b{lane}", ((f"x{s}.inv", 0), 1)
     if SLOT_UNITS[s] == "memory":
         return a, indexed_operand(g, s, lane), sub
     mul, hi, signed = f"x{s}.mul", f"x{s}.hi", f"x{s}.sg"
     p, q = operand_a(s, lane), operand_b(s, lane)  # a and b, unless the slot multiplies
+    high = s in HIGH_MULTIPLY_SLOTS
     if lane == 0:
-        any_op(g, mul, s, MULTIPLYING_OPS)
-        any_op(g, hi, s, (Op.MULHI, Op.MULHIU))
-        any_op(g, signed, s, (Op.MULHI,))
+        any_op(g, mul, s, multiplying_ops(s))
+        if high:
+            any_op(g, hi, s, (Op.MULHI, Op.MULHIU))
+            any_op(g, signed, s, (Op.MULHI,))
     for f in (p, q):
         g.feature(f, WORD, accumulate=True)
     run = ((f"x{s}.ex{lane}", 0), 1)
     carry = gd.mul_columns(g, f"x{s}.mul{lane}", a, b, p, q, addend=f"x{s}.c{lane}",
-                           when=(run, ((mul, 0), 1)), high=gd.HighHalf(hi, signed))
+                           when=(run, ((mul, 0), 1)),
+                           high=gd.HighHalf(hi, signed) if high else None)
     g.rule_group(f"{p}.pass", [Rule((((mul, 0), 0), ((src, i), 1)), (((dst, i), 1),))
                                for src, dst in ((a, p), (b, q)) for i in range(WORD)])
     return p, q, [(sub,), *carry]
@@ -344,7 +370,7 @@ def alu(g: Graph, s: int) -> None:
     """The units of slot s (see the module docstring)."""
     inv = f"x{s}.inv"
     any_op(g, inv, s, SUBTRACTING_OPS)
-    sums = (Op.ADD, Op.SUB) + (MULTIPLYING_OPS if SLOT_UNITS[s] == "multiply" else ())
+    sums = (Op.ADD, Op.SUB) + multiplying_ops(s)
     any_op(g, f"x{s}.isadd", s, sums)
     sub = ((inv, 0), 1)
     for lane in LANES:
@@ -570,16 +596,6 @@ def lane_differences(g: Graph, s: int) -> None:
         g.rule_group(diff, [Rule((), tuple(((diff, k), DIGIT_BASE) for k in range(WORD // 4)))])
         g.mirror(f"x{s}.res{lane}", diff, hex_digit)
         g.mirror(f"x{s}.res{f}", diff, negative_hex_digit)
-
-
-def hex_digit(bit: int) -> tuple[int, int]:
-    """(digit, weight) of a bit in base-16 digits (a module function: schedules pickle)."""
-    return bit // 4, 1 << bit % 4
-
-
-def negative_hex_digit(bit: int) -> tuple[int, int]:
-    """``hex_digit`` with the weight negated (the subtracted lane of a difference)."""
-    return bit // 4, -(1 << bit % 4)
 
 
 def build_slots(g: Graph) -> None:

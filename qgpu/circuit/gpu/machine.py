@@ -260,6 +260,12 @@ def operand_b(s: int, lane: int) -> str:
     return f"x{s}.q{lane}"
 
 
+LAYERS = 43
+"""The layers the GPU circuit is scheduled into (``schedule(layers=...)``). It needs 42; the
+43rd gives the flattening room to pull slot 3's multiply phase apart from the memory slots'
+phases and the atomic chain (docs/ARCHITECTURE.md §9 has K at 42, 43 and 44 layers)."""
+
+
 def build(*, execute: bool = True) -> Graph:
     """Every stage of the machine, in one graph (`execute=False`: only the memory-side stages,
     for tests of the prompt and the write-back frames)."""
@@ -278,3 +284,13 @@ def build(*, execute: bool = True) -> Graph:
         control.build_control(g)
         emit.build_emission(g)
     return g
+
+
+def hex_digit(bit: int) -> tuple[int, int]:
+    """(digit, weight) of a bit in base-16 digits (a module function: schedules pickle)."""
+    return bit // 4, 1 << bit % 4
+
+
+def negative_hex_digit(bit: int) -> tuple[int, int]:
+    """``hex_digit`` with the weight negated (the subtracted lane of a difference)."""
+    return bit // 4, -(1 << bit % 4)
