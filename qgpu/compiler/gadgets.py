@@ -619,11 +619,18 @@ def pack(g: Graph, name: str, a: str, out: str, *, digit_bits: int = 4) -> None:
     """out (one count dim per `digit_bits` bits of a) += the value of those bits: a wide
     feature held in few dims while it waits for a late reader (``unpack`` gives the bits back).
     Exact: a 0/1, out 0; 2**digit_bits - 1 <= COUNT_MAX. Cost: n neurons, 1 layer."""
+    g.rule_group(name, pack_rules(g, a, out, digit_bits=digit_bits))
+
+
+def pack_rules(g: Graph, a: str, out: str, *, when: When = (),
+               digit_bits: int = 4) -> list[Rule]:
+    """``pack``'s rules, each also needing `when`: for a group that packs a value only when
+    it is needed (an operand that waits, for one opcode) among other rules."""
     n = _feature(g, a).size
     if _feature(g, out).size != -(-n // digit_bits) or (1 << digit_bits) - 1 > nx.COUNT_MAX:
-        raise ValueError(f"pack {name}: {out} needs one dim per {digit_bits} bits of {a}")
-    g.rule_group(name, [Rule((((a, i), 1),), (((out, i // digit_bits), 1 << i % digit_bits),))
-                        for i in range(n)])
+        raise ValueError(f"pack {a}: {out} needs one dim per {digit_bits} bits of {a}")
+    return [Rule(tuple(when) + (((a, i), 1),), (((out, i // digit_bits), 1 << i % digit_bits),))
+            for i in range(n)]
 
 
 def unpack(g: Graph, name: str, packed: str, out: str, *, digit_bits: int = 4) -> None:

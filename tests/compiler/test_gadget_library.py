@@ -431,6 +431,20 @@ def popcount(g: Graph, p: Namer) -> None:
     gd.popcount(g, p("pc"), p("a"), p("n"), when=(((p("on"), 0), 1),))
 
 
+def pack_when(g: Graph, p: Namer) -> None:
+    """A value packed to base-16 digits only when `on` holds (``pack_rules``), then unpacked."""
+    g.feature(p("a"), 7, "bits", token_input=True)
+    g.feature(p("on"), 1, "bits", token_input=True)
+    g.feature(p("pk"), 2)
+    g.feature(p("out"), 7, "bits")
+    g.rule_group(p("pack"), gd.pack_rules(g, p("a"), p("pk"), when=(((p("on"), 0), 1),)))
+    gd.unpack(g, p("unpack"), p("pk"), p("out"))
+
+
+def pack_when_ref(t: Inputs) -> dict[str, list[int]]:
+    return {"out": bits(t["on"][0] * val(t["a"]), 7)}  # the digits are cleared once unpacked
+
+
 def _word(n: int) -> Callable[[int], list[int]]:
     return lambda v: word(v, n)
 
@@ -465,6 +479,8 @@ CASES = [
     Case("popcount7", popcount, [{"a": bits(v, 7), "on": [on]} for v in range(128)
                                  for on in (0, 1)],
          lambda t: {"n": bits(t["on"][0] * bin(val(t["a"])).count("1"), 3)}),
+    Case("pack_when7", pack_when, [{"a": bits(v, 7), "on": [on]} for v in range(128)
+                                   for on in (0, 1)], pack_when_ref),
     Case("mul_bits5", mul(5), with_addend(5, pairs(5, _bits(5))), mul_ref(5)),
     Case("mul_bits32_random", mul(32), with_addend(32, samples(32, _bits(32), ROWS, 3)),
          mul_ref(32)),

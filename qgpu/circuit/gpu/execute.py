@@ -361,8 +361,13 @@ def adder_operands(g: Graph, s: int, lane: int) -> tuple[str, str, gd.CarryIn]:
     carry = gd.mul_columns(g, f"x{s}.mul{lane}", a, b, p, q, addend=f"x{s}.c{lane}",
                            when=(run, ((mul, 0), 1)),
                            high=gd.HighHalf(hi, signed) if high else None)
-    g.rule_group(f"{p}.pass", [Rule((((mul, 0), 0), ((src, i), 1)), (((dst, i), 1),))
-                               for src, dst in ((a, p), (b, q)) for i in range(WORD)])
+    # when the slot does not multiply, a and b wait for the multiplier as base-16 digits
+    pd, qd = f"{p}.d", f"{q}.d"
+    for d in (pd, qd):
+        g.feature(d, WORD // 4)
+    g.rule_group(f"{p}.pass", [r for src, d in ((a, pd), (b, qd))
+                               for r in gd.pack_rules(g, src, d, when=(((mul, 0), 0),))])
+    g.rule_group(f"{p}.unpass", gd.unpack_rules(g, pd, p) + gd.unpack_rules(g, qd, q))
     return p, q, [(sub,), *carry]
 
 
@@ -395,12 +400,19 @@ def alu(g: Graph, s: int) -> None:
 
 
 def _compares(g: Graph, s: int, lane: int) -> None:
-    """SETP from the subtraction's flags and the operands' sign bits; MIN/MAX pick a or b."""
+    """SETP from the subtraction's flags and the operands' sign bits (copied where a and b are
+    read, ``x{s}.sgn{l}``); MIN/MAX pick a or b by the compare, from the two as base-16 digits
+    (``x{s}.ad{l}``, ``x{s}.bd{l}``, written while a and b are live), so that a and b
+    need not wait for the adder's flags."""
     a, b, flags = operand_a(s, lane), operand_b(s, lane), f"x{s}.fl{lane}"
     run = ((f"x{s}.ex{lane}", 0), 1)
+    signs = f"x{s}.sgn{lane}"
+    g.feature(signs, 2)
+    g.rule_group(signs, [Rule((((src, WORD - 1), 1),), (((signs, k), 1),))
+                         for k, src in enumerate((a, b))])
 
     def state(z: int, c: int, sa: int, sb: int) -> tuple:
-        return (((flags, 1), z), ((flags, 0), c), ((a, WORD - 1), sa), ((b, WORD - 1), sb))
+        return (((flags, 1), z), ((flags, 0), c), ((signs, 0), sa), ((signs, 1), sb))
 
     combos = [k for k in _LT if not (k[0] and not k[1]) and not (k[0] and k[2] != k[3])]
     setp = []
@@ -414,11 +426,17 @@ def _compares(g: Graph, s: int, lane: int) -> None:
     g.feature(take, 1)
     g.rule_group(take, [Rule((run,) + op_is(s, op) + state(*k), (((take, 0), 1),))
                         for op, cmp in _TAKE_A.items() for k in combos if _RELATIONS[cmp](*k)])
+    mm = f"x{s}.mm"  # the slot runs MIN/MAX
+    if lane == 0:
+        any_op(g, mm, s, tuple(_TAKE_A))
+    ad, bd = f"x{s}.ad{lane}", f"x{s}.bd{lane}"
+    for d in (ad, bd):
+        g.feature(d, WORD // 4)
+    g.rule_group(f"x{s}.mmd{lane}", [r for src, d in ((a, ad), (b, bd))
+                                     for r in gd.pack_rules(g, src, d, when=(run, ((mm, 0), 1)))])
     res = f"x{s}.res{lane}"
-    g.rule_group(f"{res}.minmax", [
-        Rule((run,) + op_is(s, op) + (((take, 0), t), ((a if t else b, i), 1)),
-             (((res, i), 1),))
-        for op in _TAKE_A for t in (0, 1) for i in range(WORD)])
+    g.rule_group(f"{res}.minmax", gd.unpack_rules(g, ad, res, when=(((take, 0), 1),))
+                 + gd.unpack_rules(g, bd, res, when=(((take, 0), 0),)))
 
 
 def _extent(feature: str, axis: int, value: int) -> tuple:
