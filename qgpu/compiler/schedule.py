@@ -169,9 +169,9 @@ def schedule(g: Graph, shape: LayerShape, *, pack: bool = True, layers: int = 1)
     long between reads are then held packed (packing.py), round after round (each packs what
     the last one's placement leaves waiting). Every flatten plan runs its own rounds; the
     schedule needing the fewest dims in no more layers is kept: its graph is then the
-    rewritten one (``Schedule.graph``). A circuit that needs fewer than `layers` layers is
-    stretched to them (the output selection goes to the last one), which gives the flattening
-    room to spread work that would otherwise overlap."""
+    rewritten one (``Schedule.graph``). A circuit with an output selection that needs fewer
+    than `layers` layers is stretched to them (the selection goes to the last one), which gives
+    the flattening room to spread work that would otherwise overlap."""
     best = None
     for reaches in FLATTEN_PLANS:
         sched = _schedule(g, shape, reaches, layers)
