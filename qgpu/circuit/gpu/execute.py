@@ -60,15 +60,15 @@ from qgpu.compiler import gadgets as gd
 from qgpu.compiler.graph import Address, Dim, Graph, Rule
 from qgpu.isa import (
     ATOMIC_OPS,
-    HIGH_MULTIPLY_OPS,
-    HIGH_MULTIPLY_SLOTS,
     PRED_DEST_OPS,
     SLOT_UNITS,
     Atom,
     Cmp,
+    Instr,
     Op,
     SReg,
     TermKind,
+    slot_allows,
 )
 
 PORTS = {"multiply": "abc", "memory": "abv"}
@@ -81,12 +81,9 @@ MULTIPLYING_OPS = (Op.MUL, Op.MAD, Op.MULHI, Op.MULHIU)
 
 
 def multiplying_ops(s: int) -> tuple[Op, ...]:
-    """The multiplies slot s runs: none in a memory slot, the high halves only in
-    isa.HIGH_MULTIPLY_SLOTS."""
-    if SLOT_UNITS[s] != "multiply":
-        return ()
-    return tuple(op for op in MULTIPLYING_OPS
-                 if s in HIGH_MULTIPLY_SLOTS or op not in HIGH_MULTIPLY_OPS)
+    """The multiplies slot s runs (isa.slot_allows: none in a memory slot, the high halves only
+    in isa.HIGH_MULTIPLY_SLOTS)."""
+    return tuple(op for op in MULTIPLYING_OPS if slot_allows(s, Instr(op)))
 
 
 def any_op(g: Graph, name: str, slot: int, ops: tuple[Op, ...]) -> None:
@@ -349,7 +346,7 @@ def adder_operands(g: Graph, s: int, lane: int) -> tuple[str, str, gd.CarryIn]:
         return a, indexed_operand(g, s, lane), sub
     mul, hi, signed = f"x{s}.mul", f"x{s}.hi", f"x{s}.sg"
     p, q = operand_a(s, lane), operand_b(s, lane)  # a and b, unless the slot multiplies
-    high = s in HIGH_MULTIPLY_SLOTS
+    high = Op.MULHI in multiplying_ops(s)
     if lane == 0:
         any_op(g, mul, s, multiplying_ops(s))
         if high:
@@ -435,6 +432,7 @@ def _compares(g: Graph, s: int, lane: int) -> None:
     g.rule_group(f"x{s}.mmd{lane}", [r for src, d in ((a, ad), (b, bd))
                                      for r in gd.pack_rules(g, src, d, when=(run, ((mm, 0), 1)))])
     res = f"x{s}.res{lane}"
+    # ad and bd are 0 unless the lane runs MIN/MAX, so "take = 0" alone gates b's digits
     g.rule_group(f"{res}.minmax", gd.unpack_rules(g, ad, res, when=(((take, 0), 1),))
                  + gd.unpack_rules(g, bd, res, when=(((take, 0), 0),)))
 
