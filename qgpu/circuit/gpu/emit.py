@@ -167,10 +167,12 @@ def results(g: Graph) -> None:
                 lits += (((f"x{s}.atm", 0), 0),)
             rules.append(Rule(lits, ((("o.uni", s), 1),)))
     g.rule_group("o.uni", rules)
-    g.feature("o.pwn", 1)  # live predicates written (a count)
+    g.feature("o.pwn", 1, accumulate=True)  # live predicates written (a count), slot by slot
     live_p = instr_bits(limits.BLOCK_SLOTS, "live_preds")
-    g.rule_group("o.pwn", [Rule((((f"x{s}.pw{lane}", p), 1), (live_p[p], 1)), ((("o.pwn", 0), 1),))
-                           for s in SLOTS for lane in LANES for p in range(limits.NUM_PREDS)])
+    for s in SLOTS:
+        g.rule_group(f"o.pwn{s}", [Rule((((f"x{s}.pw{lane}", p), 1), (live_p[p], 1)),
+                                        ((("o.pwn", 0), 1),))
+                                   for lane in LANES for p in range(limits.NUM_PREDS)])
     g.feature("o.prow", 1)
     g.rule_group("o.prow", [Rule((), ((("o.prow", 0), 1),), count=(("o.pwn", 0), 1))])
 

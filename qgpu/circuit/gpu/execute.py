@@ -208,24 +208,24 @@ def pred_bit(lane: int, p: int) -> int:
 
 
 def pred_row(g: Graph, s: int) -> str:
-    """x{s}.pr = the warp's predicate row (one read for every lane and predicate) as slot s
-    sees it: patched with the predicates slots 0..s-1 of the block wrote (s = 4: the row after
-    the block, which the terminator's branch reads)."""
+    """x{s}.pr = the warp's predicate row (bit ``pred_bit``) as slot s sees it: slot 0 reads it
+    (one read for every lane and predicate), slot s > 0 takes slot s - 1's row with the
+    predicates slot s - 1 wrote (s = 4: the row after the block, which the terminator's branch
+    reads). So a slot's predicate results die with the next slot's row instead of waiting for
+    the terminator's."""
     row = f"x{s}.pr"
-    pred_bank(g, f"preds.{s}")
-    g.feature(row, limits.WARP_LANES * limits.NUM_PREDS, accumulate=True)
-    g.read(f"preds.{s}", Address(bits_of("wrp1", 2), kind_dim("exec")), row)
-    if s:
-        patch = []
-        for lane in LANES:
-            for p in range(limits.NUM_PREDS):
-                bit = (row, pred_bit(lane, p))
-                for j in range(s):  # the latest earlier slot that wrote it wins
-                    latest = (((f"x{j}.pw{lane}", p), 1),) + tuple(
-                        ((f"x{m}.pw{lane}", p), 0) for m in range(j + 1, s))
-                    patch += [Rule(latest + (((f"x{j}.pres{lane}", 0), new), (bit, 1 - new)),
-                                   ((bit, 1 if new else -1),)) for new in (0, 1)]
-        g.rule_group(f"{row}.patch", patch)
+    g.feature(row, limits.WARP_LANES * limits.NUM_PREDS)
+    if not s:
+        pred_bank(g, "preds.0")
+        g.read("preds.0", Address(bits_of("wrp1", 2), kind_dim("exec")), row)
+        return row
+    prev, rules = f"x{s - 1}.pr", []
+    for lane in LANES:
+        for p in range(limits.NUM_PREDS):
+            bit, wrote = pred_bit(lane, p), (f"x{s - 1}.pw{lane}", p)
+            rules += [Rule(EXEC + ((wrote, 0), ((prev, bit), 1)), (((row, bit), 1),)),
+                      Rule(((wrote, 1), ((f"x{s - 1}.pres{lane}", 0), 1)), (((row, bit), 1),))]
+    g.rule_group(row, rules)
     return row
 
 
