@@ -53,12 +53,14 @@ class _Group:
     """A rule group compiled to index arrays over the flat value vector (one numpy pass per
     token instead of a Python loop over its rules)."""
 
-    def __init__(self, name: str, rules: list, at: dict[tuple[str, int], int], one: int) -> None:
+    def __init__(self, name: str, rules: list, at: dict[tuple[str, int], int], one: int,
+                 zero: int) -> None:
         self.name = name
         width = max([len(r.literals) for r in rules] + [1])
         self.lit = np.full((len(rules), width), one, dtype=np.int64)
         self.want = np.ones((len(rules), width), dtype=np.int64)
         self.count = np.full(len(rules), one, dtype=np.int64)
+        self.minus = np.full(len(rules), zero, dtype=np.int64)
         self.k = np.zeros(len(rules), dtype=np.int64)
         rule_of, target, delta = [], [], []
         for j, rule in enumerate(rules):
@@ -66,12 +68,15 @@ class _Group:
                 self.lit[j, m], self.want[j, m] = at[d], want
             if rule.count is not None:
                 self.count[j], self.k[j] = at[rule.count[0]], rule.count[1]
+            if rule.minus is not None:
+                self.minus[j] = at[rule.minus]
             for d, x in rule.deltas:
                 rule_of.append(j)
                 target.append(at[d])
                 delta.append(x)
         self.literal_dims = np.unique(self.lit)
-        self.count_dims = np.unique(self.count[[r.count is not None for r in rules]])
+        self.count_dims = np.unique(np.array([at[d] for r in rules for d in r.counted],
+                                             dtype=np.int64))
         self.rule_of = np.array(rule_of, dtype=np.int64)
         self.target = np.array(target, dtype=np.int64)
         self.delta = np.array(delta, dtype=np.int64)
@@ -96,11 +101,11 @@ class Evaluator:
         self.history: list[np.ndarray] = []  # the last CONV_REACH tokens' values, newest last
         self.offset = flat_offsets(g)
         n = sum(f.size for f in g.features.values())
-        self.size, self.one = n + 1, n
+        self.size, self.one, self.zero = n + 2, n, n + 1
         self.at = {(name, i): self.offset[name] + i
                    for name, f in g.features.items() for i in range(f.size)}
         self.where = {d: fi for fi, d in self.at.items()}
-        self.groups = {name: _Group(name, rules, self.at, self.one)
+        self.groups = {name: _Group(name, rules, self.at, self.one, self.zero)
                        for name, rules in g.rules.items()}
 
     def _get(self, v: np.ndarray, name: str) -> list[int]:
@@ -141,7 +146,7 @@ class Evaluator:
             f, i = self.where[int(grp.count_dims[np.flatnonzero(bad)[0]])]
             raise CircuitError(f"rule group {grp.name}: count {f}[{i}] = {v[self.at[(f, i)]]} is "
                                f"not an integer 0..{numerics.COUNT_MAX}")
-        fires = (v[grp.lit] == grp.want).all(axis=1) & (v[grp.count] >= grp.k)
+        fires = (v[grp.lit] == grp.want).all(axis=1) & (v[grp.count] - v[grp.minus] >= grp.k)
         hit = fires[grp.rule_of]
         np.add.at(v, grp.target[hit], grp.delta[hit])
 

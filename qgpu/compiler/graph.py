@@ -24,7 +24,7 @@ The graph is the reference semantics (``evaluate.py``) and the input of the sche
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from qgpu.compiler import numerics
@@ -57,12 +57,26 @@ class Rule:
 
     With ``count = (dim, k)`` it also needs the integer in `dim` (0..numerics.COUNT_MAX, a sum
     other rules accumulated) to be at least k; such a step is a pair of neurons (numerics.py).
+    With ``minus`` (a count dim too) the integer is count's minus minus's: a test on the
+    difference of two counts (whether two digits agree) that needs no dim holding it.
     """
 
     literals: tuple[Literal_, ...]
     deltas: tuple[tuple[Dim, int], ...]
     label: str = ""
     count: tuple[Dim, int] | None = None
+    minus: Dim | None = None
+
+    def __post_init__(self) -> None:
+        if self.minus is not None and self.count is None:
+            raise ValueError(f"rule {self.label}: minus without a count")
+
+    @property
+    def counted(self) -> tuple[Dim, ...]:
+        """The count dims the rule reads (none, its count, and its minus)."""
+        if self.count is None:
+            return ()
+        return (self.count[0],) if self.minus is None else (self.count[0], self.minus)
 
     @property
     def neurons(self) -> int:
@@ -188,7 +202,7 @@ class Graph:
                 j, w = weight(i)
                 extra[(image, j)] = extra.get((image, j), 0) + d * w
         deltas = rule.deltas + tuple((dim, v) for dim, v in extra.items() if v)
-        return Rule(rule.literals, deltas, rule.label, rule.count)
+        return replace(rule, deltas=deltas)
 
     def _written(self, rules: list[Rule]) -> list[Rule]:
         """The rules without their deltas on written-through names (and without rules left
@@ -198,7 +212,7 @@ class Graph:
             deltas = tuple((d, v) for d, v in r.deltas if d[0] not in self.through)
             if deltas:
                 out.append(r if len(deltas) == len(r.deltas)
-                           else Rule(r.literals, deltas, r.label, r.count))
+                           else replace(r, deltas=deltas))
         return out
 
     def feature(self, name: str, size: int, code: Code = "bits", *, token_input: bool = False,
@@ -223,7 +237,7 @@ class Graph:
         if name in self.rules:
             raise ValueError(f"rule group {name} already exists")
         ins = {d[0] for r in rules for (d, _) in r.literals}
-        ins |= {r.count[0][0] for r in rules if r.count is not None}
+        ins |= {d[0] for r in rules for d in r.counted}
         outs = {d[0] for r in rules for (d, _) in r.deltas}
         for f in ins & self.through:
             raise ValueError(f"rule group {name} reads {f}, which is written through to "

@@ -14,10 +14,11 @@ bits.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from qgpu.compiler import gadgets as gd
-from qgpu.compiler.graph import Addr, Address, Graph, Part, Read, Rule, Write, addr_features
+from qgpu.compiler.graph import Addr, Address, Graph, Part, Read, Write, addr_features
 
 if TYPE_CHECKING:
     from qgpu.compiler.schedule import Schedule
@@ -46,7 +47,7 @@ def pack_idle(sched: Schedule) -> Graph | None:
                                           for f in addr_features(r.addr)}
         for f in ins:
             reads.setdefault(f, []).append((s, node))
-    counted = {r.count[0][0] for rules in g.rules.values() for r in rules if r.count}
+    counted = {d[0] for rules in g.rules.values() for r in rules for d in r.counted}
     aliased = {f.alias for f in g.features.values() if f.alias}
     late: dict[str, set[Node]] = {}
     for name, f in g.features.items():
@@ -79,11 +80,9 @@ def _rewrite(g: Graph, late: dict[str, set[Node]]) -> Graph:
 
     for name, rules in g.rules.items():
         sub = renamer(("rules", name))
-        out.rule_group(name, [Rule(tuple(((sub(f), i), v) for (f, i), v in r.literals),
-                                   r.deltas, r.label,
-                                   None if r.count is None else ((sub(r.count[0][0]),
-                                                                  r.count[0][1]), r.count[1]))
-                              for r in rules])
+        out.rule_group(name, [replace(r, literals=tuple(((sub(f), i), v)
+                                                         for (f, i), v in r.literals))
+                              for r in rules])  # counts are never packed: they stay
     for w in g.writes:
         sub = renamer(("bank", w.bank))
         out.writes.append(Write(w.bank, _addr(w.addr, sub),

@@ -692,10 +692,10 @@ def _put_bias(gate_row: torch.Tensor, unit: float, on: float) -> None:
 def _emit_count_rule(sched: Schedule, rule: Rule, j: int, gate: torch.Tensor, up: torch.Tensor,
                      down: torch.Tensor) -> None:
     """A step "count >= k and literals": neurons j and j+1 (numerics.py, Counts)."""
-    (f, i), k = rule.count
-    c = sched.dim(f, i)
-    if f in sched.read_outputs:
-        raise ValueError(f"count dim {f}[{i}] is a memory read; counts are rule outputs")
+    for f, i in rule.counted:
+        if f in sched.read_outputs:
+            raise ValueError(f"count dim {f}[{i}] is a memory read; counts are rule outputs")
+    c, k = sched.dim(*rule.count[0]), rule.count[1]
     lits = 0.0
     for (lf, li), want in rule.literals:
         d = sched.dim(lf, li)
@@ -704,6 +704,8 @@ def _emit_count_rule(sched: Schedule, rule: Rule, j: int, gate: torch.Tensor, up
         lits -= nx.COUNT_LITERAL * (want + sign * sched.offset(lf))
     for n, offset in ((j, 1 - k), (j + 1, -k)):
         gate[n, c] += nx.GATE_STEP * nx.SCALE
+        if rule.minus is not None:
+            gate[n, sched.dim(*rule.minus)] -= nx.GATE_STEP * nx.SCALE
         _put_bias(gate[n], lits, nx.GATE_STEP * offset)
         up[n, nx.UNIT_DIM] = nx.SCALE
     for (df, di), delta in rule.deltas:

@@ -30,7 +30,6 @@ from __future__ import annotations
 from qgpu import limits
 from qgpu import tokens as T
 from qgpu.circuit.gpu.encoding import FIELD, FIELDS, KINDS, LANE_SELECT, SPACES
-from qgpu.circuit.gpu.execute import DIGIT_BASE, lane_difference
 from qgpu.circuit.gpu.machine import (
     EXEC,
     LANES,
@@ -146,11 +145,11 @@ def results(g: Graph) -> None:
             rules = []
             for f in range(lane):
                 both = _lowest(f) + ((("msk1", lane), 1),)
-                for k in range(WORD // 4):  # the digit differs: base + diff is not DIGIT_BASE
-                    at = (lane_difference(s, f, lane), k)
-                    rules += [Rule(both, (((df, 0), 1),), count=(at, DIGIT_BASE + 1)),
+                for k in range(WORD // 4):  # the digit differs: neither >= 1 nor < 0 apart
+                    mine, base = (f"x{s}.rpk{lane}", k), (f"x{s}.rpk{f}", k)
+                    rules += [Rule(both, (((df, 0), 1),), count=(mine, 1), minus=base),
                               Rule(both, (((df, 0), 1),)),
-                              Rule(both, (((df, 0), -1),), count=(at, DIGIT_BASE))]
+                              Rule(both, (((df, 0), -1),), count=(mine, 0), minus=base)]
             g.rule_group(df, rules)
             g.feature(f"o.ne{s}{lane}", 1)
             g.rule_group(f"o.ne{s}{lane}", [Rule((), (((f"o.ne{s}{lane}", 0), 1),),

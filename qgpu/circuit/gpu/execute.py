@@ -48,7 +48,6 @@ from qgpu.circuit.gpu.machine import (
     hex_digit,
     instr_bits,
     kind_dim,
-    negative_hex_digit,
     op_is,
     operand_a,
     operand_b,
@@ -583,35 +582,11 @@ def branch(g: Graph) -> None:
 def packed_results(g: Graph, s: int) -> None:
     """x{s}.rpk{l}: slot s's result, which lives only as base-16 digits: every unit writes
     ``x{s}.res{l}`` through to them (a mirror: no neuron, no layer), so a result holds 8 dims
-    from its first unit to the outbox, not 32. Later slots' patches read the digits; the outbox
-    unpacks them (``emit.results``). Before that, ``lane_differences`` mirrors the results
-    into the digit differences the outbox's lane tests read."""
-    lane_differences(g, s)
+    from its first unit to the outbox, not 32. Later slots' patches read the digits; the
+    outbox's lane tests compare them digit by digit, and it unpacks them (``emit.results``)."""
     for lane in LANES:
         g.feature(f"x{s}.rpk{lane}", WORD // 4, accumulate=True)
         g.mirror(f"x{s}.res{lane}", f"x{s}.rpk{lane}", hex_digit, through=True)
-
-
-def lane_difference(s: int, f: int, lane: int) -> str:
-    """The feature holding DIGIT_BASE + (lane's result digit - lane f's) per base-16 digit."""
-    return f"x{s}.ld{f}{lane}"
-
-
-DIGIT_BASE = 16
-"""Added to every lane difference digit so that it is a count (1..31): 16 when they agree."""
-
-
-def lane_differences(g: Graph, s: int) -> None:
-    """For each pair of lanes f < l, 8 count dims ``lane_difference(s, f, l)`` with
-    DIGIT_BASE + (digit of l's result - digit of f's): mirrors of both results' writers (no
-    neuron, no layer) and one rule adding the base, so the outbox tests whether two lanes
-    wrote the same value from 8 dims per pair, never from the results' 32 bits."""
-    for f, lane in itertools.combinations(LANES, 2):
-        diff = lane_difference(s, f, lane)
-        g.feature(diff, WORD // 4, accumulate=True)
-        g.rule_group(diff, [Rule((), tuple(((diff, k), DIGIT_BASE) for k in range(WORD // 4)))])
-        g.mirror(f"x{s}.res{lane}", diff, hex_digit)
-        g.mirror(f"x{s}.res{f}", diff, negative_hex_digit)
 
 
 def build_slots(g: Graph) -> None:

@@ -289,8 +289,3 @@ def build(*, execute: bool = True) -> Graph:
 def hex_digit(bit: int) -> tuple[int, int]:
     """(digit, weight) of a bit in base-16 digits (a module function: schedules pickle)."""
     return bit // 4, 1 << bit % 4
-
-
-def negative_hex_digit(bit: int) -> tuple[int, int]:
-    """``hex_digit`` with the weight negated (the subtracted lane of a difference)."""
-    return bit // 4, -(1 << bit % 4)
