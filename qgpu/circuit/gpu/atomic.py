@@ -3,7 +3,8 @@
 A block holds at most one store or atomic (docs/ISA.md §2), so one atomic unit serves both memory
 slots. Lane l's old value is the word as the lanes before it left it: the new value of the
 latest earlier lane that hit the same word (``x{s}.cl{k}{l}``, which store records compute), or
-else the word the lane read from memory (``x{s}.m{l}``). Its new value is the operation applied
+else the word the lane read from memory (``x{s}.m{l}``; for lanes 1-3 held as digits until their
+step, ``_memory_word``). Its new value is the operation applied
 to old and the lane's value register (port v; CAS's swap value comes through port b):
 
     a.o{l}  old = a.n{k} of the latest same-word lane k < l, else memory       (1 layer)
@@ -76,12 +77,7 @@ def _operands(g: Graph, lane: int) -> None:
     lane's step."""
     run = f"a.r{lane}"
     g.feature(run, 1, accumulate=True)
-    for x in "vy":
-        word, digits = f"a.{x}w{lane}", f"a.{x}d{lane}"
-        g.feature(word, WORD)
-        g.feature(digits, WORD // 4, accumulate=True)
-        g.mirror(word, digits, hex_digit, through=True)
-    v, y = f"a.vw{lane}", f"a.yw{lane}"
+    v, y = (_waiting(g, x, lane) for x in "vy")
     for s in MEMORY_SLOTS:
         here = (((f"x{s}.ex{lane}", 0), 1), ((f"x{s}.atm", 0), 1))
         rules = [Rule(here, (((run, 0), 1),))]
@@ -96,8 +92,40 @@ def _operands(g: Graph, lane: int) -> None:
                           tuple(((y, i), 1) for i in range(WORD))))
         g.rule_group(f"a.in{s}{lane}", rules)
     for x in "vy":
-        g.feature(f"a.{x}{lane}", WORD)
-        gd.unpack(g, f"a.{x}{lane}", f"a.{x}d{lane}", f"a.{x}{lane}")
+        _unpacked(g, x, lane)
+
+
+def _waiting(g: Graph, x: str, lane: int) -> str:
+    """a.{x}w{l}: a word the memory slots write that waits for the lane's step: its rules
+    write it through to base-16 digits a.{x}d{l} (it never exists as bits)."""
+    word, digits = f"a.{x}w{lane}", f"a.{x}d{lane}"
+    g.feature(word, WORD)
+    g.feature(digits, WORD // 4, accumulate=True)
+    g.mirror(word, digits, hex_digit, through=True)
+    return word
+
+
+def _unpacked(g: Graph, x: str, lane: int) -> str:
+    """a.{x}{l}: the bits of ``_waiting``'s digits again, for the lane's step."""
+    bits = f"a.{x}{lane}"
+    g.feature(bits, WORD)
+    gd.unpack(g, bits, f"a.{x}d{lane}", bits)
+    return bits
+
+
+def _memory_word(g: Graph, lane: int) -> str:
+    """The word lane l read, for its old value: lane 0's step starts at the memory read, so it
+    reads the slot's read (``x{s}.m0``); a later lane's word waits for the lanes before it, as
+    base-16 digits (``a.md{l}``) that the memory slot holding the atomic writes where it
+    reads (one feature for both slots), unpacked to ``a.m{l}`` for the lane's step."""
+    if not lane:
+        return ""
+    word = _waiting(g, "m", lane)
+    for s in MEMORY_SLOTS:
+        here = (((f"x{s}.ex{lane}", 0), 1), ((f"x{s}.atm", 0), 1))
+        g.rule_group(f"a.mw{s}{lane}", [Rule(here + (((f"x{s}.m{lane}", i), 1),),
+                                             (((word, i), 1),)) for i in range(WORD)])
+    return _unpacked(g, "m", lane)
 
 
 def _old(g: Graph, lane: int) -> None:
@@ -106,13 +134,14 @@ def _old(g: Graph, lane: int) -> None:
     old = f"a.o{lane}"
     g.feature(old, WORD)
     rules = []
+    word = _memory_word(g, lane)
     for s in MEMORY_SLOTS:
         def same(k: int, v: int, s: int = s) -> tuple:
             return (((f"x{s}.cl{k}{lane}", 0), v),)
 
         alone = (((f"x{s}.ex{lane}", 0), 1), ((f"x{s}.atm", 0), 1))
         alone += tuple(lit for k in range(lane) for lit in same(k, 0))
-        rules += [Rule(alone + (((f"x{s}.m{lane}", i), 1),), (((old, i), 1),))
+        rules += [Rule(alone + (((word or f"x{s}.m{lane}", i), 1),), (((old, i), 1),))
                   for i in range(WORD)]
         for k in range(lane):
             latest = same(k, 1) + tuple(lit for j in range(k + 1, lane) for lit in same(j, 0))
