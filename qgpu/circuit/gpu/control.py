@@ -215,7 +215,7 @@ def terminator(g: Graph) -> None:
     g.rule_group("c.sel", [Rule(EXEC + lits, ((("c.sel", CANDIDATES.index(c)), 1),))
                            for lits, c in cases])
     sel = {c: (("c.sel", i), 1) for i, c in enumerate(CANDIDATES)}
-    for name, size in (("c.pc", PC_BITS), ("c.m", limits.WARP_LANES), ("c.cont", 1),
+    for name, size in (("c.pc", PC_BITS), ("c.m", limits.WARP_LANES),
                        ("c.parkT", 1), ("c.parkO", 1), ("c.exit", 1)):
         g.feature(name, size)
     g.feature("c.nk", len(NEXT_KINDS), "onehot")
@@ -228,7 +228,7 @@ def terminator(g: Graph) -> None:
                     ("OQ", ["c.om", "c.qm"]), ("Q", ["c.qm"])):
         rules += [Rule((sel[c], ((src, lane), 1)), ((("c.m", lane), 1),))
                   for src in srcs for lane in LANES]
-        rules.append(Rule((sel[c], (wait, 0)), ((("c.cont", 0), 1), (("c.nk", 0), 1))))
+        rules.append(Rule((sel[c], (wait, 0)), ((("c.nk", 0), 1),)))
         rules.append(Rule((sel[c], (wait, 1)), ((("c.nk", 1), 1),)))
     none = EXEC + tuple((s, 0) for s, _ in sel.values())
     lone = ("c.lone", 0)

@@ -16,8 +16,8 @@ Per slot s and lane l:
   through to its base-16 digits ``x{s}.rpk{l}`` and never exists as bits before the outbox
   unpacks it (``packed_results``). In a multiplier slot the units read a and b as the adder's
   operands p and q (``machine.operand_a``), so ports a and b die with the multiplier's first
-  layer; ``x{s}.wr{l}`` /
-  ``x{s}.pwr{l}`` say the lane wrote register d (r0 never counts) / predicate d.
+  layer; ``x{s}.wr{l}`` says the lane wrote register d (r0 never counts), ``x{s}.pw{l}`` which
+  predicate it wrote.
 
 Units: one adder per lane that adds or subtracts (ADD, SUB, and the flags of SETP and MIN/MAX),
 bitwise AND/OR/XOR/NOT, shifts (a two-stage barrel shifter per lane), NEG/ABS/POPC/CLZ/BREV,
@@ -287,15 +287,14 @@ def select_units(g: Graph, s: int) -> None:
 
 
 def writes(g: Graph, s: int) -> None:
-    """x{s}.wr{lane} / x{s}.pwr{lane}: the lane writes register d != r0 / predicate d."""
+    """x{s}.wr{lane}: the lane writes register d != r0; x{s}.pw{lane}: which predicate it
+    writes."""
     for lane in LANES:
-        wr, pwr, ex = f"x{s}.wr{lane}", f"x{s}.pwr{lane}", (((f"x{s}.ex{lane}", 0), 1),)
+        wr, ex = f"x{s}.wr{lane}", (((f"x{s}.ex{lane}", 0), 1),)
         g.feature(wr, 1)
         g.rule_group(wr, [Rule(ex + op_is(s, op), (((wr, 0), 1),)) for op in REG_WRITING_OPS]
                      + [Rule(ex + op_is(s, op) + field_is(s, "d", 0), (((wr, 0), -1),))
                         for op in REG_WRITING_OPS])
-        g.feature(pwr, 1)
-        g.rule_group(pwr, [Rule(ex + op_is(s, op), (((pwr, 0), 1),)) for op in PRED_DEST_OPS])
         pw = f"x{s}.pw{lane}"  # which predicate the lane wrote (one-hot, none)
         g.feature(pw, limits.NUM_PREDS, "onehot")
         g.rule_group(pw, [Rule(ex + op_is(s, op) + field_is(s, "d", p), (((pw, p), 1),))
