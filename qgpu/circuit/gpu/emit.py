@@ -178,9 +178,10 @@ def results(g: Graph) -> None:
 
 def records(g: Graph) -> None:
     """The records of the store or atomic by lane (only one memory slot of a block writes
-    memory): o.ss (which slot), o.at (it is an atomic), o.rec, the space (o.sp) and the word
-    (o.w). A stored value goes into the slot's result (a store writes no register), so its
-    value bank carries it; an atomic's old and new values have banks of their own."""
+    memory): o.ss (which slot), o.at (it is an atomic), o.rec (the slot's ``keep``); the space
+    (o.sp) and the word (o.w) come from the slot (memory.record_fields). A stored value goes
+    into the slot's result (a store writes no register), so its value bank carries it; an
+    atomic's old and new values have banks of their own."""
     g.feature("o.rec", limits.WARP_LANES)
     g.feature("o.ss", len(MEMORY_SLOTS))
     g.feature("o.at", len(MEMORY_SLOTS))
@@ -188,16 +189,8 @@ def records(g: Graph) -> None:
              for op in (Op.ST, *ATOMIC_OPS)]
     rules += [Rule((((f"x{s}.atm", 0), 1),), ((("o.at", k), 1),))
               for k, s in enumerate(MEMORY_SLOTS)]
-    for lane in LANES:
-        for name, size in ((f"o.sp{lane}", 3), (f"o.w{lane}", 7)):
-            g.feature(name, size)
-        for s in MEMORY_SLOTS:
-            keep = ((f"x{s}.keep{lane}", 0), 1)
-            rules.append(Rule((keep,), ((("o.rec", lane), 1),)))
-            rules += [Rule((keep, ((f"x{s}.sp{lane}", k), 1)), (((f"o.sp{lane}", k), 1),))
-                      for k in range(3)]
-            rules += [Rule((keep, ((f"x{s}.w7{lane}", i), 1)), (((f"o.w{lane}", i), 1),))
-                      for i in range(7)]
+    rules += [Rule((((f"x{s}.keep{lane}", 0), 1),), ((("o.rec", lane), 1),))
+              for lane in LANES for s in MEMORY_SLOTS]
     g.rule_group("o.records", rules)
     for s in MEMORY_SLOTS:
         for lane in LANES:

@@ -589,6 +589,7 @@ def packed_results(g: Graph, s: int) -> None:
 
 
 def build_slots(g: Graph) -> None:
+    memory.record_fields(g)
     for s in range(limits.BLOCK_SLOTS):
         if SLOT_UNITS[s] == "memory":
             atomic.atomic_flags(g, s)

@@ -24,6 +24,7 @@ from qgpu.circuit.gpu.machine import (
     access_is,
     bits_of,
     global_bank,
+    hex_digit,
     instr_bits,
     local_bank,
     op_is,
@@ -58,18 +59,37 @@ def param_load(g: Graph, s: int) -> None:
 SPACES = (Space.GLOBAL, Space.SHARED, Space.LOCAL)
 
 
+def record_fields(g: Graph) -> None:
+    """The space and word of lane l's store or atomic, for its memory record (emit.records). A
+    block holds at most one, so the memory slot that holds it writes them where it forms its
+    own space and word (``x{s}.sp{l}``, ``x{s}.w7{l}``), which then die with the slot's checks:
+    written through to base-16 digits (``rec.spd{l}``, ``rec.wd{l}``: 3 dims, not 10 bits),
+    they wait for the outbox, which reads their bits again (``o.sp{l}``, ``o.w{l}``)."""
+    for lane in LANES:
+        for x, size in (("sp", len(SPACES)), ("w", SHARED_SIZE_BITS)):
+            written, digits, bits = f"rec.{x}{lane}", f"rec.{x}d{lane}", f"o.{x}{lane}"
+            g.feature(written, size)
+            g.feature(digits, -(-size // 4), accumulate=True)
+            g.mirror(written, digits, hex_digit, through=True)
+            g.feature(bits, size)
+            gd.unpack(g, bits, digits, bits)
+
+
 def memory_unit(g: Graph, s: int) -> None:
-    """Loads of a memory slot: per lane, the space of the access (x{s}.sp{lane}, one-hot), the
-    read of that space's copy at the address the adder formed, and LD's result."""
+    """Loads of a memory slot: per lane, the space of the access (x{s}.sp{lane}, one-hot; a
+    store's or atomic's also for its record, ``record_fields``), the read of that space's copy
+    at the address the adder formed, and LD's result."""
     for lane in LANES:
         run = ((f"x{s}.ex{lane}", 0), 1)
         sp, m, total = f"x{s}.sp{lane}", f"x{s}.m{lane}", f"x{s}.sum{lane}"
         g.feature(sp, len(SPACES), "onehot")
-        g.rule_group(sp, [
-            Rule((run,) + access_is(s, op, space),
-                 (((sp, SPACES.index(Space.GLOBAL if op == Op.ATOMG else Space.SHARED
-                                     if op == Op.ATOMS else space)), 1),))
-            for op, space in ACCESSES])
+        rules = []
+        for op, space in ACCESSES:
+            k = SPACES.index(Space.GLOBAL if op == Op.ATOMG else Space.SHARED
+                             if op == Op.ATOMS else space)
+            into = (sp,) if op == Op.LD else (sp, f"rec.sp{lane}")
+            rules.append(Rule((run,) + access_is(s, op, space), tuple(((f, k), 1) for f in into)))
+        g.rule_group(sp, rules)
         g.feature(m, MEM_WORD, accumulate=True)
         global_bank(g, f"gmem.{s}.{lane}")
         g.read(f"gmem.{s}.{lane}", Address(bits_of(total, 7, 2), (sp, 0)), m)
@@ -195,6 +215,9 @@ def fault_checks(g: Graph, s: int) -> None:
         g.feature(tail, 3)
         g.rule_group(word7, [Rule((((total, 2 + i), 1),), (((word7, i), 1),))
                              for i in range(SHARED_SIZE_BITS)]
+                     + [Rule((run,) + op_is(s, op) + (((total, 2 + i), 1),),
+                             (((f"rec.w{lane}", i), 1),))
+                        for op in (Op.ST, *ATOMIC_OPS) for i in range(SHARED_SIZE_BITS)]
                      + [Rule((((total, i), 1),), (((tail, i), 1),)) for i in range(2)]
                      + [Rule(lits, (((tail, 2), 1),))
                         for lits in _any_set([(total, i) for i in range(9, WORD)])])
