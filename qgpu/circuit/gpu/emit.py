@@ -38,8 +38,8 @@ from qgpu.circuit.gpu.machine import (
     field_is,
     instr_bits,
     kind_dim,
+    one_rail,
     op_is,
-    rails,
 )
 from qgpu.compiler import gadgets as gd
 from qgpu.compiler.graph import Address, Graph, Part, Rule
@@ -245,8 +245,8 @@ def positions(g: Graph) -> None:
         mx = f"e.mx{lane}"
         g.feature(mx, 1)
         rec = [flag(f"o.w{lane}", i) for i in range(7)]
-        rules = [Rule(((rec[i], v), ((f"mrow{1 - v}", i), 1)), (((mx, 0), 1),))
-                 for i in range(7) for v in (0, 1)]
+        rules = [Rule(((rec[i], v), (("mrow1", i), 1 - v)), (((mx, 0), 1),))
+                 for i in range(7) for v in (0, 1)]  # read on MEM headers only (e.pos)
         spaces = ((Space.GLOBAL, "g"), (Space.SHARED, "s"), (Space.LOCAL, f"l{lane}"))
         rules += [Rule(((flag(f"o.sp{lane}", k), 1), (("mspace", SPACES.index(name)), 0)),
                        (((mx, 0), 1),)) for k, (_, name) in enumerate(spaces)]
@@ -259,7 +259,7 @@ def positions(g: Graph) -> None:
         for lane in LANE_FRAMES:
             p = POS["val", s, lane]
             rules += [Rule(((kind_dim("val"), 1), (("lanesel", LANE_SELECT.index(lane)), 1),
-                            (("e.pr", p), 1)) + rails("reg", 4, r) + bits_are(d, r),
+                            (("e.pr", p), 1)) + one_rail("reg", 4, r) + bits_are(d, r),
                            ((("e.pos", p), 1),)) for r in regs]
     rules.append(Rule(((kind_dim("prow"), 1),), ((("e.pos", POS["prow",]), 1),)))
     for lane in LANES:
@@ -267,7 +267,7 @@ def positions(g: Graph) -> None:
         rules += [Rule(here, ((("e.pos", POS["mem", lane]), 1),)),
                   Rule(here, ((("e.pos", POS["mem", lane]), -1),), count=((f"e.mx{lane}", 0), 1))]
     for group, mask in (("parkT", "c.tm"), ("parkO", "c.om")):
-        rules += [Rule(((kind_dim("park"), 1),) + rails("msk", 4, m)
+        rules += [Rule(((kind_dim("park"), 1),) + one_rail("msk", 4, m)
                        + bits_are([ctl(mask, i) for i in range(4)], m),
                        ((("e.pos", POS[group,]), 1),)) for m in range(1, 1 << limits.WARP_LANES)]
     rules.append(Rule(((kind_dim("exit"), 1),), ((("e.pos", POS["exit",]), 1),)))

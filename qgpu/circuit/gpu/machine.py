@@ -56,6 +56,13 @@ def rails(field: str, width: int, value: int) -> tuple:
     return tuple(((f"{field}{value >> i & 1}", i), 1) for i in range(width))
 
 
+def one_rail(field: str, width: int, value: int) -> tuple:
+    """Literals on a dual-rail field's 1-rail alone: they hold iff the field holds `value` on a
+    token that has the field, so a rule using them must also name the token's kind. A 0-rail
+    that only the output selection reads is cleared at birth and its dims lent until then."""
+    return tuple(((f"{field}1", i), value >> i & 1) for i in range(width))
+
+
 # --- stages ---------------------------------------------------------------------------------
 
 
