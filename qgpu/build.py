@@ -74,9 +74,7 @@ def null_circuit(base_config: dict) -> CircuitWeights:
     its RMSNorms divide by exactly 2**ANCHOR_EXP.
     """
     d_base = base_config["hidden_size"]
-    k = 2
-    while math.isqrt(d_base + k) ** 2 != d_base + k:
-        k += 1
+    k = nx.pad_k(d_base, 2)
     gen = torch.Generator().manual_seed(0)
     shapes = circuit_layer_shapes(base_config, k)
     layers = [
@@ -86,7 +84,7 @@ def null_circuit(base_config: dict) -> CircuitWeights:
         for key in ("linear_attn.out_proj.weight", "mlp.down_proj.weight"):
             layer[key][nx.ANCHOR_DIM] = 0.0
     tokens = torch.randn(4, k, generator=gen)
-    tokens[:, nx.ANCHOR_DIM] = nx.anchor_value(d_base + k)
+    tokens[:, nx.ANCHOR_DIM] = nx.anchors(d_base + k, k)[nx.ANCHOR_DIM]
     tokens[:, nx.UNIT_DIM] = 1.0
     return CircuitWeights(
         k_dims=k,

@@ -127,10 +127,10 @@ def merge(
         d_base, vocab = base.config.hidden_size, base.config.vocab_size
         hidden = d_base + circuit.k_dims
         try:
-            anchor = nx.anchor_value(hidden)  # the numerics contract needs D a perfect square
+            anchors = nx.anchors(hidden, circuit.k_dims)  # the numerics contract
         except ValueError as e:
             raise UsageError(f"d_base {d_base} + K {circuit.k_dims}: {e}") from None
-        _check_circuit(circuit, anchor)
+        _check_circuit(circuit, anchors)
         token_ids = {name: vocab + i for i, name in enumerate(circuit.token_names)}
         tokenizer = _tokenizer_with(base_dir, token_ids)
         n_circuit, n_base = len(circuit.layers), base.config.num_hidden_layers
@@ -171,7 +171,8 @@ def merge(
         "circuit_dims": [d_base, hidden],
         "circuit_layers": [0, n_circuit],
         "base_layers": [n_circuit, n_circuit + n_base],
-        "anchor": {"dim": d_base + nx.ANCHOR_DIM, "value": anchor, "exp": nx.ANCHOR_EXP},
+        "anchor": {"dims": [d_base + d for d in anchors], "values": list(anchors.values()),
+                   "exp": nx.ANCHOR_EXP},
         "norm_scale": math.sqrt(d_base / hidden),
         "text_norms": TEXT_NORMS_FILE,
         "token_ids": token_ids,
@@ -354,7 +355,7 @@ class _Widener:
         return torch.cat([base_dims.float(), circuit_dims.float()]).to(self.dtype)
 
 
-def _check_circuit(circuit: CircuitWeights, anchor: float) -> None:
+def _check_circuit(circuit: CircuitWeights, anchors: dict[int, float]) -> None:
     """Fail early, naming the tensor, when the compiler's output breaks the merge contract
     (layers are checked as they are written: ``_layer_tensor``)."""
     k = circuit.k_dims
@@ -367,11 +368,12 @@ def _check_circuit(circuit: CircuitWeights, anchor: float) -> None:
         )
     if tuple(circuit.final_norm.shape) != (k,):
         raise UsageError(f"final_norm shape {tuple(circuit.final_norm.shape)}, expected {(k,)}")
-    if n and not bool((circuit.token_embeddings[:, nx.ANCHOR_DIM] == anchor).all()):
-        raise UsageError(
-            f"every circuit token needs the anchor {anchor} on circuit dim "
-            f"{nx.ANCHOR_DIM} (qgpu.compiler.numerics)"
-        )
+    for dim, value in anchors.items():
+        if n and not bool((circuit.token_embeddings[:, dim] == value).all()):
+            raise UsageError(
+                f"every circuit token needs the anchor {value} on circuit dim {dim} "
+                "(qgpu.compiler.numerics)"
+            )
 
 
 def _layer_tensor(circuit: CircuitWeights, i: int, key: str,

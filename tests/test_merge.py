@@ -121,7 +121,7 @@ def test_checkpoint_layout(merged: dict[str, Path], base: Path, circuit) -> None
     meta = json.loads((path / METADATA_FILE).read_text())
     assert meta["circuit_dims"] == [64, 81] and meta["circuit_layers"] == [0, 2]
     assert meta["token_ids"] == {f"<|gpu:null{i}|>": VOCAB_SIZE + i for i in range(4)}
-    assert meta["anchor"] == {"dim": 64, "value": 9 * 2.0**ANCHOR_EXP, "exp": ANCHOR_EXP}
+    assert meta["anchor"] == {"dims": [64], "values": [9 * 2.0**ANCHOR_EXP], "exp": ANCHOR_EXP}
     assert meta["base"]["dropped_tensors"]["vision"] > 0 and meta["base"]["dropped_tensors"]["mtp"]
     assert {p.name for p in path.iterdir()} >= {
         "model.safetensors", "config.json", "generation_config.json", "tokenizer.json",
@@ -409,8 +409,8 @@ def broken(circuit: CircuitWeights, **changes) -> CircuitWeights:
 
 
 def test_contract_violations_are_usage_errors(tmp_path: Path, base: Path, circuit) -> None:
-    bad_k = broken(circuit, k_dims=16)
-    with pytest.raises(UsageError, match="perfect square"):
+    bad_k = broken(circuit, k_dims=3)  # 67: neither a square nor a sum of two
+    with pytest.raises(UsageError, match="no exact anchors"):
         merge(base, bad_k, tmp_path / "a")
     tokens = circuit.token_embeddings.clone()
     tokens[1, 0] = 1.0

@@ -3,11 +3,12 @@
 Every constant here was chosen so that stock ``transformers`` arithmetic produces exact values:
 
 * **Anchor.** Circuit dim 0 of every circuit token holds ``A = sqrt(D) * 2**ANCHOR_EXP`` with
-  ``D = d_base + K`` a perfect square. Its energy ``D * 4**ANCHOR_EXP`` swallows every other dim
-  in the float32 sum of squares (their total stays below half an ulp of it), so every RMSNorm of a
-  circuit token divides by exactly ``2**ANCHOR_EXP``: the normalised residual is the residual
-  scaled by a power of two. Norm weights on circuit dims are 0 (scale 1); projection weights carry
-  the ``2**ANCHOR_EXP`` back.
+  ``D = d_base + K`` a perfect square, or the pair ``a, b * 2**ANCHOR_EXP`` on dims 0 and K - 1
+  with ``a^2 + b^2 = D``. Their energy ``D * 4**ANCHOR_EXP`` swallows every other dim in the
+  float32 sum of squares (their total stays below half an ulp of the smaller anchor's square),
+  so every RMSNorm of a circuit token divides by exactly ``2**ANCHOR_EXP``: the normalised
+  residual is the residual scaled by a power of two. Norm weights on circuit dims are 0
+  (scale 1); projection weights carry the ``2**ANCHOR_EXP`` back.
 * **Unit.** Circuit dims 1 and 2 hold 1: the bias channels (Qwen3.5 linears have no biases).
   A rule's bias is split between them (``GATE_ON`` on dim 2, the literal and carrier terms, all
   multiples of ``GATE_STEP``, on dim 1) so that each weight is exact in bfloat16; emission checks
@@ -64,12 +65,43 @@ ON_DIM = 2  # also 1: carries GATE_ON, so the unit dim's bias weights stay multi
 RESERVED_DIMS = 3
 
 
-def pad_k(d_base: int, k_min: int) -> int:
-    """The smallest K >= k_min with d_base + K a perfect square."""
-    root = math.isqrt(d_base + k_min)
-    if root * root < d_base + k_min:
-        root += 1
-    return root * root - d_base
+def pad_k(d_base: int, k_min: int, energy: float | None = None) -> int:
+    """The smallest K >= k_min whose merged width d_base + K is a perfect square (one anchor).
+    With `energy` (a bound the circuit's dims stay below, summed squares, at every token) a
+    width with two anchors (``anchor_roots``) whose ``energy_budget`` is at least that will do
+    as well; its second anchor takes the last circuit dim, so then K > k_min."""
+    k = k_min
+    while True:
+        try:
+            second = anchor_roots(d_base + k)[1]
+        except ValueError:
+            second = None
+        if second == 0 or (second and energy is not None and k > k_min
+                           and energy_budget(d_base + k) >= energy):
+            return k
+        k += 1
+
+
+def anchor_roots(hidden: int) -> tuple[int, int]:
+    """(a, b), a >= b, with a^2 + b^2 = hidden: the anchors are a * SCALE on circuit dim 0 and,
+    unless hidden is a perfect square (b = 0), b * SCALE on the last circuit dim. Their squares
+    sum to exactly hidden * 4**ANCHOR_EXP, so an RMSNorm over the merged width divides by
+    exactly SCALE. The most even pair is taken: the smaller square sets ``energy_budget``."""
+    root = math.isqrt(hidden)
+    if root * root == hidden:
+        return root, 0
+    for b in range(math.isqrt(hidden // 2), 0, -1):
+        a = math.isqrt(hidden - b * b)
+        if a * a == hidden - b * b:
+            return a, b
+    raise ValueError(f"hidden size {hidden} is neither a perfect square nor a sum of two: "
+                     "no exact anchors")
+
+
+def anchors(hidden: int, k: int) -> dict[int, float]:
+    """Circuit dim -> value of the anchor dims at merged width `hidden` with K = `k`."""
+    a, b = anchor_roots(hidden)
+    return {ANCHOR_DIM: a * SCALE} | ({k - 1: b * SCALE} if b else {})
 
 
 def bits_read_norm(head_dim: int) -> float:
@@ -80,15 +112,9 @@ def bits_read_norm(head_dim: int) -> float:
     return VALUE_SCALE * scale / ROW_ANCHOR
 
 
-def anchor_value(hidden: int) -> float:
-    """The anchor dim's value for a merged hidden size that is a perfect square."""
-    root = math.isqrt(hidden)
-    if root * root != hidden:
-        raise ValueError(f"hidden size {hidden} is not a perfect square")
-    return root * SCALE
-
-
 def energy_budget(hidden: int) -> float:
-    """Total squared magnitude the other dims may hold without disturbing the norm scale."""
-    a2 = anchor_value(hidden) ** 2
-    return 2.0 ** (math.floor(math.log2(a2)) - 24)
+    """Total squared magnitude the other dims may hold without disturbing the norm scale: below
+    half a float32 ulp of the smaller anchor's square, they vanish into whichever partial sum
+    of the norm's reduction holds an anchor, in any order of summation."""
+    a, b = anchor_roots(hidden)
+    return 2.0 ** (math.floor(math.log2((b or a) ** 2 * SCALE**2)) - 24)

@@ -748,7 +748,8 @@ def embed_all(sched: Schedule, k_dims: int, hidden: int,
     """Embedding rows of many tokens ([tokens, k_dims]): the constant dims (anchor, unit, on,
     carriers) once, then each token's input features."""
     base = torch.zeros(k_dims)
-    base[nx.ANCHOR_DIM] = nx.anchor_value(hidden)
+    for dim, value in nx.anchors(hidden, k_dims).items():
+        base[dim] = value
     base[nx.UNIT_DIM] = 1.0
     base[nx.ON_DIM] = 1.0
     base[sched.carriers] = nx.CARRIER

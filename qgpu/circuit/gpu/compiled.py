@@ -18,6 +18,11 @@ from qgpu.compiler import numerics as nx
 from qgpu.compiler.schedule import LayerShape, Schedule, embed_all, emit_layer, schedule
 from qgpu.merge import CircuitWeights
 
+RESIDUAL_ENERGY = 2.0**18
+"""A bound the circuit's dims stay below (summed squares, at every token and sublayer; the dot
+product's launch peaks at 179,692: tests/circuit/test_gpu_compiled.py): the merged width is
+padded until the anchors swallow it (``numerics.pad_k``)."""
+
 
 class _Layers(Sequence):
     """The circuit's layers, each emitted when it is read (the last one kept)."""
@@ -60,12 +65,14 @@ def gpu_schedule(shape: LayerShape) -> Schedule:
 
 def compile_gpu(base_config: dict) -> CircuitWeights:
     """The machine (machine.build) scheduled for the base's layer shapes, as merge input. K is
-    padded so that the merged width is a perfect square; every token's embedding carries the
-    merged width's anchor; the final norm passes only the selection fields (docs/ARCHITECTURE.md
-    §9: the chosen token's logit is their dot product with its embedding)."""
+    padded so that the merged width has anchors that swallow ``RESIDUAL_ENERGY`` (a perfect
+    square, or a sum of two squares with the second anchor on the last dim: for the 2B's 2048,
+    K + 1); every token's embedding carries the merged width's anchors; the final norm passes
+    only the selection fields (docs/ARCHITECTURE.md §9: the chosen token's logit is their dot
+    product with its embedding)."""
     sched = gpu_schedule(LayerShape.from_config(base_config))
     d_base = base_config["hidden_size"]
-    k = nx.pad_k(d_base, sched.k_used)
+    k = nx.pad_k(d_base, sched.k_used, RESIDUAL_ENERGY)
     names = T.vocabulary()
     embeddings = embed_all(sched, k, d_base + k, [encoding.features(n) for n in names])
     final = torch.full((k,), -1.0)  # (1 + w) = 0: silence every dim but the selection fields
