@@ -4,8 +4,8 @@ A block holds at most one store or atomic (docs/ISA.md §2), so one atomic unit 
 slots. Lane l's old value is the word as the lanes before it left it: the new value of the
 latest earlier lane that hit the same word (``x{s}.cl{k}{l}``, which store records compute), or
 else the word the lane read from memory (``x{s}.m{l}``; for lanes 1-3 held as digits until their
-step, ``_memory_word``). Its new value is the operation applied
-to old and the lane's value register (port v; CAS's swap value comes through port b):
+step, ``_memory_word``). Its new value is the operation applied to old and the lane's value
+register (port v; CAS's swap value comes through port b):
 
     a.o{l}  old = a.n{k} of the latest same-word lane k < l, else memory       (1 layer)
     a.s{l}  old + y  (y: the value for ADD, 1 for INC, -1 for DEC; CAS's swap value)  (2 layers)
