@@ -104,6 +104,7 @@ def mem_space(ins: Instr) -> Space:
 
 
 ATOMIC_OPS = (Op.ATOMG, Op.ATOMS)
+MEMORY_WRITING_OPS = (Op.ST, *ATOMIC_OPS)  # a block holds at most one (docs/ISA.md §2)
 
 
 class Atom(IntEnum):
@@ -302,7 +303,7 @@ def accesses_memory(ins: Instr) -> bool:
 
 
 def writes_memory(ins: Instr) -> bool:
-    return ins.op in (Op.ST, *ATOMIC_OPS)
+    return ins.op in MEMORY_WRITING_OPS
 
 
 def slot_allows(slot: int, ins: Instr) -> bool:

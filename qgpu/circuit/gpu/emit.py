@@ -43,7 +43,7 @@ from qgpu.circuit.gpu.machine import (
 )
 from qgpu.compiler import gadgets as gd
 from qgpu.compiler.graph import Address, Graph, Part, Rule
-from qgpu.isa import ATOMIC_OPS, SLOT_UNITS, Op, Space
+from qgpu.isa import MEMORY_WRITING_OPS, SLOT_UNITS, Op, Space
 
 GAIN = 32
 WORD = 32
@@ -186,7 +186,7 @@ def records(g: Graph) -> None:
     g.feature("o.ss", len(MEMORY_SLOTS))
     g.feature("o.at", len(MEMORY_SLOTS))
     rules = [Rule(EXEC + op_is(s, op), ((("o.ss", k), 1),)) for k, s in enumerate(MEMORY_SLOTS)
-             for op in (Op.ST, *ATOMIC_OPS)]
+             for op in MEMORY_WRITING_OPS]
     rules += [Rule((((f"x{s}.atm", 0), 1),), ((("o.at", k), 1),))
               for k, s in enumerate(MEMORY_SLOTS)]
     rules += [Rule((((f"x{s}.keep{lane}", 0), 1),), ((("o.rec", lane), 1),))

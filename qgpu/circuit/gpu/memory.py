@@ -35,7 +35,7 @@ from qgpu.circuit.gpu.machine import (
 from qgpu.compiler import gadgets as gd
 from qgpu.compiler.graph import Address, Graph, Rule
 from qgpu.interp import shuffle_lane
-from qgpu.isa import ATOMIC_OPS, SLOT_UNITS, Op, Shfl, Space
+from qgpu.isa import MEMORY_WRITING_OPS, SLOT_UNITS, Op, Shfl, Space
 
 WORD = 32
 MEM_WORD = WORD + 1  # a global row: the value, then its allocated flag
@@ -217,7 +217,7 @@ def fault_checks(g: Graph, s: int) -> None:
                              for i in range(SHARED_SIZE_BITS)]
                      + [Rule((run,) + op_is(s, op) + (((total, 2 + i), 1),),
                              (((f"rec.w{lane}", i), 1),))
-                        for op in (Op.ST, *ATOMIC_OPS) for i in range(SHARED_SIZE_BITS)]
+                        for op in MEMORY_WRITING_OPS for i in range(SHARED_SIZE_BITS)]
                      + [Rule((((total, i), 1),), (((tail, i), 1),)) for i in range(2)]
                      + [Rule(lits, (((tail, 2), 1),))
                         for lits in _any_set([(total, i) for i in range(9, WORD)])])
@@ -282,7 +282,7 @@ def store_records(g: Graph, s: int) -> None:
     (``x{s}.cl{lo}{hi}``, which the atomic unit uses too) is a count of differing bits that
     must be 0."""
     run = {lane: ((f"x{s}.ex{lane}", 0), 1) for lane in LANES}
-    st = {lane: [(run[lane],) + op_is(s, op) for op in (Op.ST, *ATOMIC_OPS)] for lane in LANES}
+    st = {lane: [(run[lane],) + op_is(s, op) for op in MEMORY_WRITING_OPS] for lane in LANES}
     pairs = [(lo, hi) for lo in LANES for hi in LANES if lo < hi]
     for lo, hi in pairs:
         diff, same = f"x{s}.df{lo}{hi}", f"x{s}.cl{lo}{hi}"
