@@ -75,6 +75,7 @@ def null_circuit(base_config: dict) -> CircuitWeights:
     """
     d_base = base_config["hidden_size"]
     k = nx.pad_k(d_base, 2)
+    anchors = nx.anchors(d_base + k, k)
     gen = torch.Generator().manual_seed(0)
     shapes = circuit_layer_shapes(base_config, k)
     layers = [
@@ -82,9 +83,10 @@ def null_circuit(base_config: dict) -> CircuitWeights:
     ]
     for layer in layers:
         for key in ("linear_attn.out_proj.weight", "mlp.down_proj.weight"):
-            layer[key][nx.ANCHOR_DIM] = 0.0
+            layer[key][list(anchors)] = 0.0
     tokens = torch.randn(4, k, generator=gen)
-    tokens[:, nx.ANCHOR_DIM] = nx.anchors(d_base + k, k)[nx.ANCHOR_DIM]
+    for dim, value in anchors.items():
+        tokens[:, dim] = value
     tokens[:, nx.UNIT_DIM] = 1.0
     return CircuitWeights(
         k_dims=k,
