@@ -37,8 +37,8 @@ def test_a_width_without_anchors_is_refused() -> None:
 def test_rmsnorm_divides_by_exactly_the_scale(hidden: int, d_base: int,
                                               dtype: torch.dtype) -> None:
     """Circuit tokens (base dims 0) whose other circuit dims hold just under the budget, spread
-    at random (small integers, carriers of 16, counts up to 64): the norm's output is the
-    input times 2**-ANCHOR_EXP, bit for bit."""
+    at random (integers of magnitude up to 64): the norm's output is the input times
+    2**-ANCHOR_EXP, bit for bit."""
     k = hidden - d_base
     budget = nx.energy_budget(hidden)
     gen = torch.Generator().manual_seed(hidden)
