@@ -9,7 +9,7 @@
 #
 # How to call it (the device tool runs the command in the repo root; $OUT comes back):
 #     run(command="bash bench/gpu_run.sh", carry=[".whl"], timeout_s=300)
-#   extra arguments go to `python -m qgpu.gpu_parity`, e.g. `bash bench/gpu_run.sh --tool cupy`
+#   extra arguments go to `python -m qgpu.suite.gpu_parity`, e.g. `bash bench/gpu_run.sh --tool cupy`
 #   or `bash bench/gpu_run.sh --seeds 1 axpy dot`. Expect well under a minute of GPU work.
 # Then, back here:
 #     cp <files_at>/gpu_parity.json tests/fixtures/gpu_parity.json
@@ -23,7 +23,7 @@
 #   under the "all" extra); cuda-pathfinder has no dependencies. Add numpy==2.4.6 to the list
 #   only if the image ever lacks numpy (it is 16 MiB; the carry limit is 64 MiB in all).
 #
-# Exit status: that of qgpu.gpu_parity (0 all ran, 1 some kernel failed on the GPU, 2 no GPU or
+# Exit status: that of qgpu.suite.gpu_parity (0 all ran, 1 some kernel failed on the GPU, 2 no GPU or
 # no binding), or 3 if the GPU's outputs differ from the interpreters.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -53,7 +53,7 @@ EOF
 
 echo "== recording (log: $OUT/gpu_parity.log)"
 start=$(date +%s)
-"$PY" -m qgpu.gpu_parity --out "$OUT/gpu_parity.json" -v "$@" 2>"$OUT/gpu_parity.log"
+"$PY" -m qgpu.suite.gpu_parity --out "$OUT/gpu_parity.json" -v "$@" 2>"$OUT/gpu_parity.log"
 status=$?
 echo "   ($(( $(date +%s) - start )) s, exit $status)"
 if [ "$status" -eq 2 ]; then
@@ -63,7 +63,7 @@ fi
 [ -f "$OUT/gpu_parity.json" ] || { tail -20 "$OUT/gpu_parity.log"; exit "$status"; }
 
 echo "== interpreters vs this GPU"
-"$PY" -m qgpu.gpu_parity --check "$OUT/gpu_parity.json" | tail -40
+"$PY" -m qgpu.suite.gpu_parity --check "$OUT/gpu_parity.json" | tail -40
 check=${PIPESTATUS[0]}
 if [ "$status" -ne 0 ]; then exit "$status"; fi
 if [ "$check" -ne 0 ]; then exit 3; fi

@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from qgpu.suite import SUITE, by_name, make_args, suite_module  # noqa: E402
+from qgpu.suite.runner import SUITE, by_name, make_args, suite_module  # noqa: E402
 
 
 def best_time(fn, repeat: int) -> tuple[float, dict]:

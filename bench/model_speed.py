@@ -48,16 +48,17 @@ from safetensors import safe_open  # noqa: E402
 from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: E402
 from transformers.utils import logging as hf_logging  # noqa: E402
 
+from qgpu import protocol as T  # noqa: E402
 from qgpu import tinybase  # noqa: E402
-from qgpu import tokens as T  # noqa: E402
-from qgpu.build import CIRCUITS, TINY_BASE  # noqa: E402
-from qgpu.circuit import demo  # noqa: E402
+from qgpu.circuits import demo  # noqa: E402
 from qgpu.compiler import numerics as nx  # noqa: E402
 from qgpu.compiler.circuit_model import build_circuit_model, run_layers  # noqa: E402
-from qgpu.compiler.schedule import Schedule, embed  # noqa: E402
+from qgpu.compiler.schedule import Schedule  # noqa: E402
+from qgpu.compiler.weights import embed  # noqa: E402
 from qgpu.driver import compile_file, place_arguments  # noqa: E402
-from qgpu.interp import run_program  # noqa: E402
-from qgpu.merge import merge, read_text_config  # noqa: E402
+from qgpu.machine.interp import run_program  # noqa: E402
+from qgpu.model.build import CIRCUITS, TINY_BASE  # noqa: E402
+from qgpu.model.merge import merge, read_text_config  # noqa: E402
 
 WORK = ROOT / "build" / "bench" / "model_speed"
 TEXT_PROMPT = "The quick brown fox jumps over the lazy dog, and then it"

@@ -13,12 +13,12 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
-from qgpu import build as build_module
-from qgpu.build import CIRCUITS, Stages, build
 from qgpu.cli import main
 from qgpu.errors import UsageError
-from qgpu.merge import METADATA_FILE
-from qgpu.tinybase import VOCAB_SIZE
+from qgpu.model import build as build_module
+from qgpu.model.build import CIRCUITS, Stages, build
+from qgpu.model.merge import METADATA_FILE
+from qgpu.model.tinybase import VOCAB_SIZE
 
 FAKE_COMMIT = "0123456789abcdef0123456789abcdef01234567"
 

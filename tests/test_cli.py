@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from qgpu.cli import main
-from qgpu.cuda import available_compilers
+from qgpu.toolchain.cuda import available_compilers
 
 ROOT = Path(__file__).resolve().parent.parent
 DOT = str(ROOT / "kernels" / "dot.cu")

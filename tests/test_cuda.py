@@ -7,8 +7,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from qgpu import cuda
 from qgpu.errors import CompileError, UsageError
+from qgpu.toolchain import cuda
 
 AVAILABLE = cuda.available_compilers()
 
@@ -153,10 +153,11 @@ def test_a_bad_qgpu_nvrtc_makes_nvrtc_unavailable(monkeypatch: pytest.MonkeyPatc
 
 @needs("nvrtc")
 def test_committed_suite_ptx_matches_the_pinned_nvrtc() -> None:
-    build_ptx = pytest.importorskip("kernels.build_ptx")
+    build_ptx = pytest.importorskip("qgpu.suite.build_ptx")
     if not any(build_ptx.PTX_DIR.glob("*.ptx")):
         pytest.skip("kernels/ptx/ is empty")
     version = cuda.compile_cuda(ADD_ONE, compiler="nvrtc").version
     if version != build_ptx.PINNED_NVRTC:
         pytest.skip(f"NVRTC {version} here; the suite PTX is pinned to {build_ptx.PINNED_NVRTC}")
-    assert build_ptx.differences(build_ptx.expected_ptx()) == [], "run python -m kernels.build_ptx"
+    assert build_ptx.differences(build_ptx.expected_ptx()) == [], \
+        "run python -m qgpu.suite.build_ptx"

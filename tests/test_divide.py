@@ -10,7 +10,7 @@ import random
 import pytest
 
 from qgpu.driver import load_ptx
-from qgpu.interp import s32
+from qgpu.machine.interp import s32
 
 M32 = 0xFFFFFFFF
 LANES = 16  # four warps: lanes of one warp take different paths through the division

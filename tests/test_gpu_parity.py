@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from qgpu import gpu_parity
 from qgpu.driver import Kernel, load_ptx
 from qgpu.errors import QgpuError, UsageError
-from qgpu.gpu_parity import (
+from qgpu.suite import gpu_parity
+from qgpu.suite.gpu_parity import (
     ARRAY,
     DEFAULT_OUT,
     I32,
@@ -37,12 +37,12 @@ from qgpu.gpu_parity import (
     run_parity,
     write_fixtures,
 )
-from qgpu.ptx import ast
-from qgpu.suite import SUITE, by_name, first_difference
+from qgpu.suite.runner import SUITE, by_name, first_difference
+from qgpu.toolchain.ptx import ast
 
 FIXTURES = DEFAULT_OUT
-NO_FIXTURES = ("no real-GPU fixtures recorded yet (run python -m qgpu.gpu_parity on a machine "
-               "with an NVIDIA GPU)")
+NO_FIXTURES = ("no real-GPU fixtures recorded yet (run python -m qgpu.suite.gpu_parity on a "
+               "machine with an NVIDIA GPU)")
 
 
 class FakeDevice:

@@ -2,10 +2,10 @@
 
 import pytest
 
-from qgpu import limits
 from qgpu.errors import LaunchError, ResourceError
-from qgpu.interp import EXITED, MASK32, alu, atomic, run_program, s32
-from qgpu.isa import (
+from qgpu.machine import limits
+from qgpu.machine.interp import EXITED, MASK32, alu, atomic, run_program, s32
+from qgpu.machine.isa import (
     INDEXED,
     NO_GUARD,
     Atom,
@@ -23,7 +23,7 @@ from qgpu.isa import (
     format_instr,
     guard_code,
 )
-from qgpu.lower.layout import pack_slots
+from qgpu.toolchain.lower.layout import pack_slots
 
 EXIT = Term(TermKind.EXIT)
 

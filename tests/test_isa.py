@@ -4,8 +4,8 @@ import random
 
 import pytest
 
-from qgpu import limits
-from qgpu.isa import (
+from qgpu.machine import limits
+from qgpu.machine.isa import (
     ATOMIC_OPS,
     INDEXED,
     Atom,

@@ -4,8 +4,8 @@ import random
 
 import pytest
 
-from qgpu import limits
-from qgpu.isa import (
+from qgpu.machine import limits
+from qgpu.machine.isa import (
     HIGH_MULTIPLY_SLOTS,
     NOP,
     SLOT_UNITS,
@@ -22,7 +22,7 @@ from qgpu.isa import (
     slot_allows,
     unit_of,
 )
-from qgpu.lower.layout import hoist_into_branches, must_follow, pack_slots
+from qgpu.toolchain.lower.layout import hoist_into_branches, must_follow, pack_slots
 
 LD_G = Instr(Op.LD, 1, 2, mod=Space.GLOBAL)
 

@@ -2,10 +2,10 @@
 
 import pytest
 
-from qgpu import limits
-from qgpu.cuda import available_compilers
 from qgpu.driver import compile_source
 from qgpu.errors import QgpuError
+from qgpu.machine import limits
+from qgpu.toolchain.cuda import available_compilers
 
 pytestmark = pytest.mark.skipif(not available_compilers(), reason="no CUDA compiler")
 

@@ -18,19 +18,19 @@ from safetensors import safe_open
 from safetensors.torch import save_file
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from qgpu import merge as merge_module
-from qgpu.build import null_circuit
+from qgpu.circuits.null import null_circuit
 from qgpu.compiler.numerics import ANCHOR_EXP
+from qgpu.compiler.weights import CircuitWeights
 from qgpu.errors import UsageError
-from qgpu.merge import (
+from qgpu.model import merge as merge_module
+from qgpu.model.merge import (
     METADATA_FILE,
     TEXT_NORMS_FILE,
-    CircuitWeights,
     merge,
     read_text_config,
     tensor_files,
 )
-from qgpu.tinybase import VOCAB_SIZE, write_tiny_base
+from qgpu.model.tinybase import VOCAB_SIZE, write_tiny_base
 
 D_BASE = 64
 SEED = 1

@@ -1,7 +1,7 @@
 """ROM image: per-block live-out masks (what the model must write back) and row encoding."""
 
-from qgpu import rom
-from qgpu.isa import (
+from qgpu.machine import rom
+from qgpu.machine.isa import (
     TERM_BITS,
     Block,
     Cmp,

@@ -11,11 +11,11 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from qgpu.build import null_circuit
+from qgpu.circuits.null import null_circuit
 from qgpu.errors import UsageError
-from qgpu.merge import merge, read_text_config
-from qgpu.split import load_text_model
-from qgpu.tinybase import VOCAB_SIZE, write_tiny_base
+from qgpu.model.merge import merge, read_text_config
+from qgpu.model.split import load_text_model
+from qgpu.model.tinybase import VOCAB_SIZE, write_tiny_base
 
 SENTENCES = (
     "The quick brown fox jumps over the lazy dog.",

@@ -2,10 +2,10 @@
 
 import pytest
 
-from qgpu.cuda import available_compilers, compile_cuda
 from qgpu.driver import load_ptx
 from qgpu.errors import QgpuError
-from qgpu.suite import SUITE, check_kernel, source_path
+from qgpu.suite.runner import SUITE, check_kernel, source_path
+from qgpu.toolchain.cuda import available_compilers, compile_cuda
 
 SEEDS = (0, 1, 2)
 

@@ -17,8 +17,8 @@ import subprocess
 import numpy as np
 import pytest
 
-from kernels.manifest import INT_MAX, INT_MIN, SUITE, SuiteKernel, by_name, source_path
-from qgpu import limits
+from qgpu.machine import limits
+from qgpu.suite.manifest import INT_MAX, INT_MIN, SUITE, SuiteKernel, by_name, source_path
 
 SEEDS = range(20)
 MAX_ARRAY_WORDS = 120  # global memory is 128 words; the host keeps a few for itself

@@ -16,8 +16,8 @@ from transformers import (
     Qwen3_5ForConditionalGeneration,
 )
 
-from qgpu import tinybase
-from qgpu.tinybase import (
+from qgpu.model import tinybase
+from qgpu.model.tinybase import (
     ENDOFTEXT_ID,
     IM_END_ID,
     IM_START_ID,

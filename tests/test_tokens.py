@@ -4,11 +4,11 @@ import random
 
 import pytest
 
-from qgpu import limits
-from qgpu import tokens as T
+from qgpu import protocol as T
 from qgpu.driver import SUITE_DIR, compile_file, place_arguments
 from qgpu.errors import LaunchError, UsageError
-from qgpu.interp import run_program
+from qgpu.machine import limits
+from qgpu.machine.interp import run_program
 
 
 def test_vocabulary_is_unique_and_parses() -> None:
@@ -104,7 +104,7 @@ def test_prompt_states_rom_params_memory_and_shape() -> None:
         if e.kind == "rom":
             block, slot, part = e.fields
             rom_rows[(block, slot)] = rom_rows.get((block, slot), 0) | e.value << (24 * int(part))
-    from qgpu import rom
+    from qgpu.machine import rom
     assert {(int(b), int(s)): v for (b, s), v in rom_rows.items()} == rom.rows(launch.program)
 
 
@@ -120,7 +120,7 @@ def test_memory_rows_cover_every_space() -> None:
 def test_predicates_and_uniform_values() -> None:
     """A divergent write is per lane; a uniform one is one frame; predicates go back as the
     warp's whole predicate row."""
-    from qgpu.isa import Block, Cmp, Instr, Op, Program, SReg, Term, TermKind
+    from qgpu.machine.isa import Block, Cmp, Instr, Op, Program, SReg, Term, TermKind
 
     def imm(op, d, a, v, **kw):
         return Instr(op, d, a, imm=v, bi=True, **kw)
@@ -165,7 +165,7 @@ def test_the_schedule_parks_exits_and_sweeps_warps() -> None:
     """Two warps meet at a barrier (each parks there, a sweep hands over), exit (marked, as the
     other warp's sweep reads it), and the sweep that finds every warp done starts the next thread
     block; the last one ends the launch."""
-    from qgpu.isa import Block, Instr, Op, Program, Space, SReg, Term, TermKind
+    from qgpu.machine.isa import Block, Instr, Op, Program, Space, SReg, Term, TermKind
 
     prog = Program("t", (
         Block((Instr(Op.S2R, 1, mod=SReg.TID_X), Instr(Op.SHL, 2, 1, imm=2, bi=True),
@@ -184,7 +184,7 @@ def test_the_schedule_parks_exits_and_sweeps_warps() -> None:
 
 
 def test_a_lone_warp_passes_barriers_and_leaves_no_exit_marks() -> None:
-    from qgpu.isa import Block, Instr, Op, Program, SReg, Term, TermKind
+    from qgpu.machine.isa import Block, Instr, Op, Program, SReg, Term, TermKind
 
     prog = Program("t", (
         Block((Instr(Op.S2R, 1, mod=SReg.TID_X),), Term(TermKind.BAR, 1)),

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from qgpu import cuda
 from qgpu.driver import CompiledModule, LaunchResult, compile_source
 from qgpu.errors import QgpuError
+from qgpu.toolchain import cuda
 
 if not cuda.available_compilers():
     pytest.skip("no CUDA compiler (NVRTC, nvcc or clang) on this machine",
@@ -37,7 +37,7 @@ def _load_cases() -> list:
 def _ptx_backend_ready() -> bool:
     """The PTX interpreter backend exists (it is written in parallel with these tests)."""
     try:
-        from qgpu.ptx import interp
+        from qgpu.toolchain.ptx import interp
     except ImportError:
         return False
     return hasattr(interp, "run_kernel")

@@ -15,7 +15,8 @@ from transformers.cache_utils import DynamicCache
 from transformers.models.qwen3_5.modeling_qwen3_5 import Qwen3_5TextModel
 
 from qgpu.compiler import numerics as nx
-from qgpu.compiler.schedule import LayerShape, Schedule, emit_layer
+from qgpu.compiler.schedule import LayerShape, Schedule
+from qgpu.compiler.weights import emit_layer
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 

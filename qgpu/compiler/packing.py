@@ -15,13 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from qgpu.compiler import gadgets as gd
 from qgpu.compiler.graph import Addr, Address, Graph, Part, Read, Write, addr_features
-
-if TYPE_CHECKING:
-    from qgpu.compiler.schedule import Schedule
 
 DIGIT_BITS = 4
 MIN_BITS = 8  # narrower features save too little for the pack's and unpack's neurons
@@ -32,13 +28,13 @@ PACK_ROUNDS = 3  # the scheduler packs again; each round shifts the schedule (be
 Node = tuple[str, str]
 
 
-def pack_idle(sched: Schedule) -> Graph | None:
-    """The schedule's graph with every wide 0/1 feature that waits at least MIN_GAP sublayers
-    between two reads (in the schedule's placement) held packed across its longest wait; None
-    when no feature waits that long."""
-    g, ready = sched.graph, sched.ready
+def pack_idle(g: Graph, ready: dict[str, int], place: dict[Node, int]) -> Graph | None:
+    """A pure Graph -> Graph pass: `g` with every wide 0/1 feature that waits at least MIN_GAP
+    sublayers between two reads held packed across its longest wait, given a placement (the
+    sublayer of each node, `place`, and of each feature's last writer, `ready`: a schedule's
+    ``place()`` and ``ready``); None when no feature waits that long."""
     reads: dict[str, list[tuple[int, Node]]] = {}
-    for node, s in sched.place().items():
+    for node, s in place.items():
         kind, name = node
         if kind == "rules":
             ins = g.rule_inputs[name]

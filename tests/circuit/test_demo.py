@@ -1,7 +1,8 @@
 """The demo register machine runs exactly inside a merged model through plain `generate`.
 
-Built end to end (`qgpu.build`, tiny base with the real Qwen3.5-2B layer shapes, --circuit demo),
-in float32 and bfloat16; every generated token and the registers read back from the model's
+Built end to end (`qgpu.model.build`, tiny base with the real Qwen3.5-2B layer shapes,
+--circuit demo), in float32 and bfloat16; every generated token and the registers read back
+from the model's
 recurrent state equal the Python model. More programs: QGPU_DEMO_PROGRAMS=300 pytest tests/circuit.
 """
 
@@ -14,9 +15,9 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from qgpu.build import build
-from qgpu.circuit import demo
-from qgpu.merge import ALLOCATION_FILE, METADATA_FILE
+from qgpu.circuits import demo
+from qgpu.model.build import build
+from qgpu.model.merge import ALLOCATION_FILE, METADATA_FILE
 
 PROGRAMS = int(os.environ.get("QGPU_DEMO_PROGRAMS", "12"))
 DTYPES = ("float32", "bfloat16")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-import qgpu.build
-from qgpu.circuit.gpu import compiled, encoding
+import qgpu.model.build
+from qgpu.circuits.gpu import compiled, encoding
 from qgpu.compiler import numerics as nx
 from qgpu.compiler.evaluate import Evaluator
 from qgpu.compiler.schedule import LayerShape
@@ -46,7 +46,7 @@ def test_another_shape_or_source_is_scheduled_afresh(counted, monkeypatch) -> No
     compiled.gpu_schedule(LayerShape(intermediate=1024))
     assert counted == [LayerShape(), LayerShape(intermediate=1024)]
     compiled.pickled_schedule.cache_clear()
-    monkeypatch.setattr(qgpu.build, "source_hash", lambda modules: "an edited circuit")
+    monkeypatch.setattr(compiled, "source_hash", lambda modules: "an edited circuit")
     assert compiled.gpu_schedule(LayerShape())["n"] == 3
 
 
@@ -62,7 +62,7 @@ def test_the_anchor_swallows_the_residual_of_every_token_of_a_launch() -> None:
                 for e in [sched.residual_energy(ev.step(encoding.features(token)))])
     assert 0 < worst[0] < compiled.RESIDUAL_ENERGY, worst
     widths = {}
-    for base in (qgpu.build.TINY_BASE["hidden_size"], 2048):
+    for base in (qgpu.model.build.TINY_BASE["hidden_size"], 2048):
         k = nx.pad_k(base, sched.k_used, compiled.RESIDUAL_ENERGY)
         widths[base] = nx.anchor_roots(base + k)
         assert worst[0] < nx.energy_budget(base + k), (base, k)

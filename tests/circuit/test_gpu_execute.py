@@ -6,12 +6,12 @@ import itertools
 
 import pytest
 
-from qgpu import limits
-from qgpu import tokens as T
-from qgpu.circuit.gpu import encoding, machine
+from qgpu import protocol as T
+from qgpu.circuits.gpu import encoding, machine
 from qgpu.compiler.evaluate import Evaluator
-from qgpu.interp import MASK32, _compare, _plop, alu, atomic, s32, shuffle_lane
-from qgpu.isa import (
+from qgpu.machine import limits
+from qgpu.machine.interp import MASK32, _compare, _plop, alu, atomic, s32, shuffle_lane
+from qgpu.machine.isa import (
     ATOMIC_OPS,
     INDEX_UNSIGNED,
     INDEXED,
@@ -171,8 +171,8 @@ def store_records(vals: dict, s: int) -> list[tuple[str, int, int]]:
 def test_shuffle_sources_cover_every_case() -> None:
     """The SHFL unit's table (memory.shuffle_sources) against the interpreter on every mode,
     bval, shape, warp and lane."""
-    from qgpu.circuit.gpu.memory import shuffle_sources
-    from qgpu.isa import Shfl
+    from qgpu.circuits.gpu.memory import shuffle_sources
+    from qgpu.machine.isa import Shfl
 
     for lane in range(limits.WARP_LANES):
         table = shuffle_sources(lane)
@@ -188,7 +188,7 @@ def test_shuffle_sources_cover_every_case() -> None:
 
 def _faults():
     """Small programs that fault, with the launch shape and the allocations (words 1..4)."""
-    from qgpu.isa import Instr, Shfl, SReg, Term, TermKind
+    from qgpu.machine.isa import Instr, Shfl, SReg, Term, TermKind
     from tests.test_interp import EXIT, block, imm, program
 
     tid = Instr(Op.S2R, 1, mod=SReg.TID_X)
@@ -227,7 +227,7 @@ def _faults():
 def test_faults_are_found_in_the_exec_pass(graph, case: str) -> None:
     """The block's first fault (slot order, then lane order) is the interpreter's."""
     from qgpu.errors import LaunchError
-    from qgpu.interp import run_program
+    from qgpu.machine.interp import run_program
 
     prog, shape = _faults()[case]
     memory, allocations = [0] * limits.GLOBAL_WORDS, [(4, 16)]
@@ -246,8 +246,8 @@ def test_faults_are_found_in_the_exec_pass(graph, case: str) -> None:
 
 def test_store_records_keep_the_last_lane_per_word(graph) -> None:
     """Lanes storing to one word: one record, the last lane's, at that lane's place."""
-    from qgpu.interp import run_program
-    from qgpu.isa import Instr, SReg, Term, TermKind
+    from qgpu.machine.interp import run_program
+    from qgpu.machine.isa import Instr, SReg, Term, TermKind
     from tests.test_interp import EXIT, block, imm, program
 
     tid, base = Instr(Op.S2R, 1, mod=SReg.TID_X), Instr(Op.LD, 2, 0, mod=Space.PARAM)

@@ -3,12 +3,12 @@ conv1d frames, and an EXEC token fetches and decodes its block (weight-free eval
 
 import pytest
 
-from qgpu import rom
-from qgpu import tokens as T
-from qgpu.circuit.gpu import encoding, machine
+from qgpu import protocol as T
+from qgpu.circuits.gpu import banks, encoding, machine
 from qgpu.compiler.evaluate import Evaluator
 from qgpu.driver import SUITE_DIR, compile_file, place_arguments
-from qgpu.isa import decode_instr
+from qgpu.machine import rom
+from qgpu.machine.isa import decode_instr
 from tests.compiler.helpers import MODES
 from tests.compiler.test_gadgets import assert_exact
 
@@ -51,13 +51,13 @@ def test_prompt_loads_rom_and_exec_fetches_every_slot() -> None:
     rows = rom.rows(launch.program)
     for b in range(len(launch.program.blocks)):
         vals = ev.step(encoding.features(T.name(f"exec:{b}:w0:m15")))
-        for s, p, bits in machine.rom_parts():
+        for s, p, bits in banks.rom_parts():
             want = rows.get((b, s), 0) >> (rom.PART_BITS * p) & ((1 << bits) - 1)
             assert value(vals[f"ins{s}.{p}"]) == want, (b, s, p)
         for s in range(4):
             ins = decode_instr(rows.get((b, s), 0))
             for field in ("op", "mod", "guard", "d", "a", "b", "c", "bi", "imm"):
-                got = value([vals[f][i] for f, i in machine.instr_bits(s, field)])
+                got = value([vals[f][i] for f, i in banks.instr_bits(s, field)])
                 want = int(getattr(ins, field)) & 0xFFFFFFFF
                 assert got == want, (b, s, field)
 

@@ -1,6 +1,6 @@
 """The machine's graph as a whole (qgpu/circuit/gpu/machine.py build)."""
 
-from qgpu.circuit.gpu import machine
+from qgpu.circuits.gpu import machine
 from qgpu.compiler.graph import addr_features
 
 

@@ -5,13 +5,13 @@ compiled 2B-shaped layers)."""
 
 import pytest
 
-from qgpu import limits, rom
-from qgpu import tokens as T
-from qgpu.circuit.gpu import encoding, machine
+from qgpu import protocol as T
+from qgpu.circuits.gpu import encoding, machine
 from qgpu.compiler.evaluate import Evaluator
 from qgpu.driver import place_arguments
-from qgpu.interp import run_program
-from qgpu.suite import by_name, make_args, suite_module
+from qgpu.machine import limits, rom
+from qgpu.machine.interp import run_program
+from qgpu.suite.runner import by_name, make_args, suite_module
 from tests.compiler.helpers import MODES
 from tests.compiler.test_gadgets import assert_exact
 

@@ -30,7 +30,8 @@ from qgpu.compiler import numerics as nx
 from qgpu.compiler.circuit_model import build_circuit_model, run_layers
 from qgpu.compiler.evaluate import evaluate
 from qgpu.compiler.graph import Graph
-from qgpu.compiler.schedule import embed, schedule
+from qgpu.compiler.schedule import schedule
+from qgpu.compiler.weights import embed
 from tests.compiler.helpers import MODES, SHAPE, bits, live_values, onehot, word
 
 B, T = 32, 16  # sequences per batch, tokens per sequence

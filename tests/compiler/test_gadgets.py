@@ -11,7 +11,8 @@ import torch
 from qgpu.compiler.circuit_model import build_circuit_model, run_layers
 from qgpu.compiler.evaluate import CircuitError, evaluate
 from qgpu.compiler.graph import Graph, Rule, copy_bits, lookup
-from qgpu.compiler.schedule import LayerShape, decode, embed, schedule
+from qgpu.compiler.schedule import LayerShape, decode, schedule
+from qgpu.compiler.weights import embed
 from tests.compiler.helpers import MODES, SHAPE, onehot, word
 
 

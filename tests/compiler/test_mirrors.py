@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from qgpu.circuit.gpu.machine import hex_digit
+from qgpu.circuits.gpu.banks import hex_digit
 from qgpu.compiler import gadgets as gd
 from qgpu.compiler.evaluate import evaluate
 from qgpu.compiler.graph import Graph, Rule

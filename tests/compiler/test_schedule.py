@@ -7,7 +7,8 @@ import torch
 
 from qgpu.compiler.circuit_model import build_circuit_model, run_layers
 from qgpu.compiler.evaluate import evaluate
-from qgpu.compiler.schedule import embed, schedule
+from qgpu.compiler.schedule import schedule
+from qgpu.compiler.weights import embed
 from tests.compiler.helpers import SHAPE
 from tests.compiler.test_bits_banks import frame, frame_graph, read
 from tests.compiler.test_gadgets import waiting_graph

@@ -6,10 +6,10 @@ import functools
 import re
 from pathlib import Path
 
-from qgpu import limits
-from qgpu.ptx.ast import Module
-from qgpu.ptx.interp import PtxRun, find_kernel, run_kernel
-from qgpu.ptx.parser import parse_module
+from qgpu.machine import limits
+from qgpu.toolchain.ptx.ast import Module
+from qgpu.toolchain.ptx.interp import PtxRun, find_kernel, run_kernel
+from qgpu.toolchain.ptx.parser import parse_module
 
 SAMPLES = Path(__file__).resolve().parent.parent / "ptx_samples"
 INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1

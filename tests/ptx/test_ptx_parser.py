@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from qgpu.errors import UnsupportedError
-from qgpu.ptx.ast import (
+from qgpu.toolchain.ptx.ast import (
     Addr,
     Imm,
     Instr,
@@ -18,8 +18,8 @@ from qgpu.ptx.ast import (
     SpecialReg,
     Sym,
 )
-from qgpu.ptx.interp import find_kernel
-from qgpu.ptx.parser import parse_module
+from qgpu.toolchain.ptx.interp import find_kernel
+from qgpu.toolchain.ptx.parser import parse_module
 
 from .helpers import entry, module, sample
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from qgpu.errors import UnsupportedError
-from qgpu.ptx.parser import parse_module
+from qgpu.toolchain.ptx.parser import parse_module
 
 from .helpers import entry, isolate, line_of, sample
 

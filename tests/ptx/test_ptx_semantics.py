@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from qgpu.errors import LaunchError
-from qgpu.ptx.parser import parse_module
+from qgpu.toolchain.ptx.parser import parse_module
 
 from .helpers import INT_MAX, INT_MIN, Memory, alu, entry, launch, read, s32
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from qgpu import limits
 from qgpu.errors import LaunchError, ResourceError, UsageError
-from qgpu.ptx.cfg import EXIT, build_cfg, label_pcs
-from qgpu.ptx.interp import find_kernel, run_kernel, shared_layout
-from qgpu.ptx.parser import parse_module
+from qgpu.machine import limits
+from qgpu.toolchain.ptx.cfg import EXIT, build_cfg, label_pcs
+from qgpu.toolchain.ptx.interp import find_kernel, run_kernel, shared_layout
+from qgpu.toolchain.ptx.parser import parse_module
 
 from .helpers import Memory, alu, entry, launch, module, read
 

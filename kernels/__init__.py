@@ -1,1 +1,0 @@
-"""CUDA sources of the kernel suite and their manifest (launch shapes, inputs, intents)."""

@@ -1,0 +1,65 @@
+"""The prompt: everything the host knows before a launch (ROM, parameters, global memory, the
+launch shape), as tokens."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Protocol
+
+from qgpu.machine import rom
+from qgpu.machine.interp import check_launch
+from qgpu.machine.isa import Program
+from qgpu.protocol.vocabulary import frame, name, part_frame
+
+
+@dataclass(frozen=True)
+class Launch:
+    """Everything the host knows before a launch, as the prompt states it."""
+
+    program: Program
+    grid: tuple[int, int]
+    block: tuple[int, int]
+    params: list[int]
+    memory: list[int]  # initial global memory, GLOBAL_WORDS words
+    allocations: list[tuple[int, int]]  # (byte address, bytes) of every argument array
+    shared_words: int
+
+    @classmethod
+    def checked(cls, program: Program, grid: tuple[int, int], block: tuple[int, int],
+                place: Placed, dynamic_shared: int = 0) -> Launch:
+        """A launch of a lowered program with placed arguments (driver.place_arguments),
+        checked as every backend checks it (interp.check_launch)."""
+        shared = check_launch(program, grid, block, place.params, place.memory, dynamic_shared)
+        return cls(program, grid, block, place.params, place.memory, place.allocations,
+                   shared // 4)
+
+
+class Placed(Protocol):
+    """Arguments placed in memory (driver.Placement)."""
+
+    params: list[int]
+    memory: list[int]
+    allocations: list[tuple[int, int]]
+
+
+def allocated_words(allocations: Iterable[tuple[int, int]]) -> list[int]:
+    return sorted({w for addr, n in allocations for w in range(addr // 4, (addr + n) // 4)})
+
+
+def prompt_tokens(launch: Launch) -> list[str]:
+    """ROM parts, parameter words, every allocated global word (its value and that it may be
+    accessed: unloaded words fault), the launch shape, then GO."""
+    out: list[str] = []
+    for (b, s), row in sorted(rom.rows(launch.program).items()):
+        for p, part in enumerate(rom.parts(row)):
+            out += part_frame(f"rom:{b}:{s}:{p}", part)
+    for w, v in enumerate(launch.params):
+        out += frame(f"param:{w}:{{}}", v)
+    for w in allocated_words(launch.allocations):
+        out += frame(f"mem:g{w}:{{}}", launch.memory[w])
+    bx, by = launch.block
+    gx, gy = launch.grid
+    out += [name(f"block:{bx}x{by}"), name(f"grid:{gx}x{gy}"),
+            name(f"shared:{launch.shared_words}"), name("go")]  # fmt: skip
+    return out
