@@ -20,7 +20,7 @@ from typing import Any
 
 from qgpu.driver import BACKENDS, CompiledModule, compile_file
 from qgpu.errors import QgpuError, UsageError
-from qgpu.isa import format_program
+from qgpu.machine.isa import format_program
 
 
 class _Parser(argparse.ArgumentParser):
@@ -61,6 +61,9 @@ def _build_parser() -> _Parser:
                      help="model backend: load the model in this dtype (default: as built)")
     run.add_argument("--device", help="model backend: the torch device to run it on (default "
                                       "cpu; cuda, cuda:1, ...)")
+    run.add_argument("--engine",
+                     help="model backend: sparse (the sparse engine over the circuit layers, "
+                          "default) or stock (the whole model in stock transformers)")
     run.add_argument("--check", action="store_true",
                      help="model backend: replay the launch on the machine and compare every "
                           "generated token, circuit layer and global word")
@@ -80,6 +83,8 @@ def _build_parser() -> _Parser:
                        help="with --model: load it in this dtype (default: as built)")
     suite.add_argument("--device", default="cpu",
                        help="with --model: the torch device to run it on (cpu, cuda, ...)")
+    suite.add_argument("--engine", default="sparse",
+                       help="with --model: sparse (default) or stock transformers")
     suite.add_argument("--tokens-only", action="store_true",
                        help="with --model: check tokens and memory, not every circuit layer "
                             "(the layer check's evaluator runs on the CPU, ~20 ms a token)")
@@ -97,7 +102,8 @@ def _build_parser() -> _Parser:
                        help="registered circuit name: gpu (the SIMT machine), demo or null")
     build.add_argument("--out", required=True, help="writes OUT/base and OUT/merged")
     build.add_argument("--dtype", default="bfloat16", choices=("bfloat16", "float32"))
-    build.add_argument("--cache-dir", help="stage cache (default $QGPU_CACHE_DIR or build/cache)")
+    build.add_argument("--cache-dir", help="stage cache (default $QGPU_CACHE_DIR, else "
+                                           "~/.cache/qgpu)")
     build.add_argument("--json", action="store_true", help="print one JSON object")
     return parser
 
@@ -113,8 +119,9 @@ def _run(ns: argparse.Namespace) -> dict[str, Any]:
         args = json.loads(ns.args)
     except json.JSONDecodeError as e:
         raise UsageError(f"--args is not valid JSON: {e}") from None
-    if (ns.model or ns.dtype or ns.device or ns.check) and ns.backend != "model":
-        raise UsageError("--model, --dtype, --device and --check belong to --backend model")
+    if (ns.model or ns.dtype or ns.device or ns.check or ns.engine) and ns.backend != "model":
+        raise UsageError("--model, --dtype, --device, --engine and --check belong to "
+                         "--backend model")
     kernel = _load(ns.file, ns.compiler).kernel(ns.kernel)
     model = None
     if ns.backend == "model":
@@ -122,7 +129,7 @@ def _run(ns: argparse.Namespace) -> dict[str, Any]:
             raise UsageError("--backend model needs --model BUILD_DIR (python -m qgpu build)")
         from qgpu.runtime import GpuModel
 
-        model = GpuModel.load(ns.model, ns.dtype, ns.device or "cpu")
+        model = GpuModel.load(ns.model, ns.dtype, ns.device or "cpu", ns.engine or "sparse")
     result = kernel.launch(
         grid=_dims(ns.grid), block=_dims(ns.block), args=args,
         dynamic_shared=ns.dynamic_shared, backend=ns.backend, step_limit=ns.step_limit,
@@ -138,14 +145,17 @@ def _print_run(out: dict[str, Any]) -> None:
         print(f"  arg {i}: {value}")
     print("  " + ", ".join(f"{k}={v}" for k, v in out["stats"].items()))
     if "generated_tokens" in out:
-        print(f"  {out['prompt_tokens']} prompt tokens, {out['generated_tokens']} generated")
+        sec = out["seconds"]
+        print(f"  {out['prompt_tokens']} prompt tokens, {out['generated_tokens']} generated "
+              f"on the {out['engine']} engine (load {sec['load']:.2f} s, prefill "
+              f"{sec['prefill']:.2f} s, decode {sec['decode']:.2f} s)")
     if "exact" in out:
         print("  exact: every generated token and global word is the machine's" if out["exact"]
               else f"  NOT exact: {out['divergence']}")
 
 
 def _build(ns: argparse.Namespace) -> dict[str, Any]:
-    from qgpu.build import build
+    from qgpu.model.build import build
 
     result = build(
         ns.base, Path(ns.out), circuit=ns.circuit, dtype=ns.dtype, revision=ns.revision,
@@ -177,18 +187,19 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 print(f"base:   {out['base']}\nmerged: {out['merged']}")
         elif ns.command == "map":
-            from qgpu.circuit.gpu.compiled import gpu_schedule
+            from qgpu.circuits.gpu.compiled import gpu_schedule
             from qgpu.compiler.schedule import LayerShape
 
             sched = gpu_schedule(LayerShape())
             print(json.dumps(sched.allocation_map()) if ns.json else sched.table())
         elif ns.model:
-            from qgpu.suite import print_model_report
+            from qgpu.suite.runner import print_model_report
 
             return print_model_report(ns.names, ns.model, ns.dtype, batch=ns.batch,
-                                      device=ns.device, layers=not ns.tokens_only)
+                                      device=ns.device, layers=not ns.tokens_only,
+                                      engine=ns.engine)
         else:
-            from qgpu.suite import print_suite_report
+            from qgpu.suite.runner import print_suite_report
 
             return print_suite_report(ns.names, ns.seeds)
     except QgpuError as e:

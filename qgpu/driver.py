@@ -21,15 +21,15 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from qgpu import limits
-from qgpu.cuda import available_compilers, compile_cuda
 from qgpu.errors import ResourceError, UsageError
-from qgpu.interp import check_launch_shape, run_program, s32
-from qgpu.isa import Program
-from qgpu.lower import lower_kernel
-from qgpu.ptx import ast
-from qgpu.ptx.interp import find_kernel, run_kernel
-from qgpu.ptx.parser import parse_module
+from qgpu.machine import limits
+from qgpu.machine.interp import check_launch_shape, run_program, s32
+from qgpu.machine.isa import Program
+from qgpu.toolchain.cuda import available_compilers, compile_cuda
+from qgpu.toolchain.lower import lower_kernel
+from qgpu.toolchain.ptx import ast
+from qgpu.toolchain.ptx.interp import find_kernel, run_kernel
+from qgpu.toolchain.ptx.parser import parse_module
 
 BACKENDS = ("interp", "ptx", "model")
 
@@ -186,8 +186,8 @@ class Kernel:
     def _launch_model(self, grid: tuple[int, int], block: tuple[int, int], args: list[Any],
                       place: Placement, dynamic_shared: int, step_limit: int | None, model: Any,
                       check: bool) -> LaunchResult:
+        from qgpu.protocol import Launch
         from qgpu.runtime import DEFAULT_TOKEN_LIMIT, run_checked, run_launch
-        from qgpu.tokens import Launch
 
         if model is None:
             raise UsageError("the model backend needs a merged model (--model BUILD_DIR)")
@@ -197,7 +197,8 @@ class Kernel:
         run = run_checked(model, launch, dynamic_shared=dynamic_shared, token_limit=limit) \
             if check else run_launch(model, launch, token_limit=limit)
         info: dict[str, Any] = {"prompt_tokens": run.prompt_tokens,
-                                "generated_tokens": len(run.generated)}
+                                "generated_tokens": len(run.generated), "engine": model.engine,
+                                "seconds": {"load": model.load_seconds, **run.seconds}}
         if check:
             info["exact"] = run.exact
             if run.divergence:
@@ -230,12 +231,20 @@ def load_ptx(ptx: str, compiler: str = "ptx") -> CompiledModule:
 
 def compile_source(source: str, *, filename: str = "kernel.cu", compiler: str = "auto") -> \
         CompiledModule:
-    """CUDA source -> parsed PTX module (NVRTC, nvcc or clang; see qgpu.cuda)."""
+    """CUDA source -> parsed PTX module (NVRTC, nvcc or clang; see qgpu.toolchain.cuda)."""
     result = compile_cuda(source, filename=filename, compiler=compiler)
     return load_ptx(result.ptx, result.compiler)
 
 
-SUITE_DIR = Path(__file__).resolve().parent.parent / "kernels"
+def _suite_dir() -> Path:
+    """The kernel suite's CUDA sources and committed PTX: ``kernels/`` beside the package in a
+    checkout, ``qgpu/kernels/`` where a wheel installed them."""
+    package = Path(__file__).resolve().parent
+    installed = package / "kernels"
+    return installed if installed.is_dir() else package.parent / "kernels"
+
+
+SUITE_DIR = _suite_dir()
 
 
 def compile_file(path: Path, *, compiler: str = "auto") -> CompiledModule:

@@ -1,14 +1,9 @@
-"""Launches on a merged model: ``python -m qgpu build --base tiny`` (the GPU circuit compiled for
-the Qwen3.5-2B layer shapes, merged into the tiny base) loaded with stock transformers. The model
-writes the whole launch itself, token for token what the reference machine says, and the results
-read from its state equal the kernel's intent — with the interpreter unavailable, so the host
-computes nothing.
-
-The build writes ~15 GB (float32) and takes minutes, so this module builds and loads it once.
-"""
+"""Launches on a merged model (the session's tiny GPU build, conftest.py), on the sparse engine
+unless a test names the stock path. The model writes the whole launch itself, token for token
+what the reference machine says, and the results read from its state equal the kernel's intent
+— with the interpreter unavailable, so the host computes nothing."""
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,32 +12,18 @@ import pytest
 import torch
 from transformers import AutoTokenizer
 
-from qgpu import cli, interp, runtime
-from qgpu import tokens as T
-from qgpu.circuit.gpu.compiled import gpu_schedule
+from qgpu import cli
+from qgpu import protocol as T
+from qgpu.circuits.gpu.compiled import gpu_schedule
 from qgpu.compiler.schedule import LayerShape
 from qgpu.driver import SUITE_DIR, compile_file, place_arguments
-from qgpu.merge import read_text_config
+from qgpu.errors import LaunchError
+from qgpu.machine import interp
+from qgpu.model.merge import read_text_config
 from qgpu.runtime import Divergence, GpuModel, run_launch
-from qgpu.suite import by_name, make_args, print_model_report, suite_module
+from qgpu.suite.runner import by_name, make_args, print_model_report, suite_module
 
 KERNEL = "copy"  # three thread blocks, divergence at the bounds check, indexed loads and stores
-
-
-@pytest.fixture(scope="module")
-def build_dir(tmp_path_factory) -> Path:
-    """``python -m qgpu build --base tiny`` in its own process (its memory goes with it); the
-    15 GB it writes are removed when the module is done."""
-    out = tmp_path_factory.mktemp("gpu")
-    subprocess.run([sys.executable, "-m", "qgpu", "build", "--base", "tiny", "--out", str(out),
-                    "--dtype", "float32", "--cache-dir", str(out / "cache")], check=True)
-    yield out
-    shutil.rmtree(out, ignore_errors=True)
-
-
-@pytest.fixture(scope="module")
-def gpu(build_dir) -> GpuModel:
-    return GpuModel.load(build_dir)
 
 
 def launch_of(name: str, seed: int = 0):
@@ -65,15 +46,18 @@ def test_the_model_runs_a_launch_with_no_interpreter(gpu, monkeypatch) -> None:
     monkeypatch.setattr(interp._Launch, "run", unavailable)
     result = kernel.launch(grid=k.grid, block=k.block, args=args, backend="model", model=gpu)
     assert result.args == want
-    assert result.model == {"prompt_tokens": 316, "generated_tokens": 57}
+    assert {k: result.model[k] for k in ("prompt_tokens", "generated_tokens", "engine")} == \
+        {"prompt_tokens": 316, "generated_tokens": 57, "engine": "sparse"}
+    assert set(result.model["seconds"]) == {"load", "prefill", "decode"}
 
 
 def test_cli_runs_the_dot_product_on_the_model_checked(gpu, build_dir, monkeypatch,
                                                        capsys) -> None:
     """The README's dot product through ``run --backend model --model BUILD --check --json``
     (the fixture's model stands in for the load, which the fixture did)."""
-    monkeypatch.setattr(GpuModel, "load", lambda path, dtype=None, device="cpu": gpu
-                        if (Path(path), dtype, device) == (build_dir, None, "cpu")
+    monkeypatch.setattr(GpuModel, "load", lambda path, dtype=None, device="cpu", engine="sparse":
+                        gpu if (Path(path), dtype, device, engine) == (build_dir, None, "cpu",
+                                                                       "sparse")
                         else pytest.fail(path))
     status = cli.main(["run", str(SUITE_DIR / "dot.cu"), "--grid", "1", "--block", "4",
                        "--args", "[[1,2,3],[4,5,6],{\"zeros\":1},3]", "--backend", "model",
@@ -171,7 +155,7 @@ def test_the_machine_state_is_decoded_from_the_model_after_every_token(gpu) -> N
 
 def test_the_suite_report_checks_launches_side_by_side(gpu, capsys) -> None:
     """``python -m qgpu suite --model BUILD --batch 2 copy atomic_inc_dec``: two launches in one
-    batch (left-padded prompts of 316 and 81 tokens), each exact token for token and layer by
+    batch (prompts of 316 and 81 tokens), each exact token for token and layer by
     layer, results equal to the intent model."""
     assert print_model_report([KERNEL, "atomic_inc_dec"], "unused", gpu=gpu, batch=2) == 0
     lines = capsys.readouterr().out.splitlines()
@@ -197,7 +181,8 @@ def test_check_names_the_first_circuit_layer_that_goes_wrong(gpu) -> None:
     """A broken weight: the rule group writing ``cur.m`` (the last EXEC's lanes) loses its down
     projection. ``--check`` stops in the first pass that needs cur.m, at that group's layer,
     naming the feature — before any token goes wrong."""
-    sched = gpu_schedule(LayerShape.from_config(gpu.model.config.to_dict()))
+    gpu = gpu.with_engine("stock")
+    sched = gpu_schedule(LayerShape.from_config(gpu.config))
     layer, _ = sched.neurons["cur.m"]
     rows = [gpu.d_base + d for d in sched.dims["cur.m"]]
     down = gpu.model.model.layers[layer].mlp.down_proj.weight
@@ -218,7 +203,7 @@ def test_check_names_the_first_circuit_layer_that_goes_wrong(gpu) -> None:
 def test_a_runaway_launch_stops_at_the_token_limit(gpu) -> None:
     """A kernel that never ends: the step limit (generated tokens) stops it with a clear error
     naming the last block the model ran."""
-    kernel = compile_file(Path(__file__).parent / "user_kernels" / "spin_wait.cu").kernel()
-    with pytest.raises(runtime.LaunchError, match="did not end within 12 generated tokens"):
+    kernel = compile_file(Path(__file__).parent.parent / "user_kernels" / "spin_wait.cu").kernel()
+    with pytest.raises(LaunchError, match="did not end within 12 generated tokens"):
         kernel.launch(grid=(1, 1), block=(4, 1), args=[[0], {"zeros": 4}], backend="model",
                       model=gpu, step_limit=12)

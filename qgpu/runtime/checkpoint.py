@@ -1,0 +1,192 @@
+"""A merged checkpoint with the GPU circuit, loaded with stock transformers, and the host's
+decoding of the machine from the model's recurrent state (results, views, checks): every value
+is read from a bank's GDN head, never computed."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Protocol
+
+import torch
+from transformers import AutoModelForCausalLM
+
+from qgpu.compiler import numerics as nx
+from qgpu.compiler.circuit_model import DTYPES
+from qgpu.errors import LaunchError, UsageError
+from qgpu.machine import limits
+from qgpu.model.merge import METADATA_FILE
+from qgpu.runtime.check import CircuitReference
+from qgpu.runtime.engine import Engine, EngineSession
+from qgpu.runtime.stock import StockSession
+
+OnLayer = Callable[[int, int, torch.Tensor], None]
+"""on_layer(layer, row, hidden): circuit layer `layer`'s output on the circuit dims
+([tokens, K]) for the tokens sequence `row` read in this pass (layer checks)."""
+
+
+class Session(Protocol):
+    """A batch of launch sequences on one engine: the prompts, then one token per running row
+    per step; each returns every row's greedy choice (a token id of the whole vocabulary)."""
+
+    def prefill(self, prompts: list[list[int]], on_layer: OnLayer | None = None) \
+            -> list[int]: ...
+
+    def step(self, ids: list[int | None], on_layer: OnLayer | None = None) -> list[int]: ...
+
+    def head(self, layer: int, head: int, batch: int) -> torch.Tensor:
+        """The [dk, dv] recurrent state of GDN head `head` of layer `layer`, sequence `batch`."""
+        ...
+
+
+ENGINES = ("sparse", "stock")
+"""How launches run: the sparse engine over the circuit layers (engine.py, the default) or the
+whole merged model in stock transformers (stock.py, the reference path)."""
+
+
+@dataclass
+class GpuModel:
+    """A merged checkpoint with the GPU circuit, and what the driver needs from its
+    qgpu_circuit.json: the circuit tokens' ids and each bank's head. Launches run on `engine`;
+    the stock model and the sparse engine are each loaded when first used (``load`` loads the
+    chosen one, and times it)."""
+
+    ids: dict[str, int]  # circuit token name -> id
+    banks: dict[str, tuple[int, int]]  # bank -> (layer, GDN head)
+    dtype: str
+    path: Path
+    d_base: int  # circuit dims start here in the merged residual
+    circuit_layers: int  # the merged model's first layers
+    config: dict  # the merged text config
+    device: torch.device
+    engine: str = "sparse"
+    load_seconds: float = 0.0
+    _loaded: dict = field(default_factory=dict, repr=False)  # shared by with_engine copies
+
+    def __post_init__(self) -> None:
+        self.names = {i: n for n, i in self.ids.items()}
+        if self.engine not in ENGINES:
+            raise UsageError(f"--engine must be one of {', '.join(ENGINES)}, not {self.engine!r}")
+
+    @classmethod
+    def load(cls, build: str | Path, dtype: str | None = None, device: str = "cpu",
+             engine: str = "sparse") -> GpuModel:
+        """Load BUILD/merged (or a merged checkpoint directory itself) in `dtype` (default:
+        the dtype it was built in) onto `device` (a torch device: cpu, cuda, cuda:1, ...),
+        ready to run launches on `engine`."""
+        t0 = time.perf_counter()
+        path = Path(build)
+        path = path / "merged" if (path / "merged" / METADATA_FILE).is_file() else path
+        try:
+            meta = json.loads((path / METADATA_FILE).read_text())
+            config = json.loads((path / "config.json").read_text())
+        except (OSError, json.JSONDecodeError) as e:
+            raise UsageError(f"{build}: not a qgpu build or merged checkpoint ({e})") from None
+        if meta.get("circuit", {}).get("circuit") != "gpu":
+            raise UsageError(f"{path} holds the {meta.get('circuit', {}).get('circuit')!r} "
+                             "circuit, not the GPU (python -m qgpu build --circuit gpu)")
+        dtype = dtype or meta["dtype"]
+        if dtype not in DTYPES:
+            raise UsageError(f"dtype must be one of {', '.join(DTYPES)}")
+        try:
+            where = torch.device(device)
+        except RuntimeError as e:
+            raise UsageError(f"--device {device!r}: {e}") from None
+        if where.type == "cuda" and not torch.cuda.is_available():
+            raise UsageError(f"--device {device!r}: this torch sees no CUDA device")
+        banks = {b: (int(layer), int(head))
+                 for b, (layer, head) in meta["circuit"]["banks"].items()}
+        gm = cls(dict(meta["token_ids"]), banks, dtype, path, int(meta["circuit_dims"][0]),
+                 int(meta["circuit_layers"][1]), dict(config.get("text_config", config)), where,
+                 engine)
+        gm._loaded["meta"] = meta
+        gm.model if engine == "stock" else gm.sparse  # noqa: B018 (load it now, timed)
+        gm.load_seconds = time.perf_counter() - t0
+        return gm
+
+    def with_engine(self, engine: str) -> GpuModel:
+        """The same checkpoint running launches on another engine (what is loaded is shared)."""
+        return replace(self, engine=engine)
+
+    @property
+    def model(self) -> torch.nn.Module:
+        """The whole merged model in stock transformers (loaded when first used)."""
+        if "stock" not in self._loaded:
+            self._loaded["stock"] = AutoModelForCausalLM.from_pretrained(
+                self.path, dtype=DTYPES[self.dtype]).to(self.device).eval()
+        return self._loaded["stock"]
+
+    @property
+    def sparse(self) -> Engine:
+        """The sparse engine over the circuit layers (derived and cached when first used)."""
+        if "sparse" not in self._loaded:
+            self._loaded["sparse"] = Engine.load(self.path, self._loaded["meta"],
+                                                 DTYPES[self.dtype], self.device)
+        return self._loaded["sparse"]
+
+    def session(self) -> Session:
+        """A new batch of launch sequences on this model's engine."""
+        return StockSession(self) if self.engine == "stock" else EngineSession(self.sparse)
+
+    @property
+    def reference(self) -> CircuitReference:
+        """The circuit's reference semantics for layer checks (scheduled once, when asked)."""
+        if "reference" not in self._loaded:
+            self._loaded["reference"] = CircuitReference(self)
+        return self._loaded["reference"]
+
+    def bank_rows(self, states: Session, bank: str, rows: int, width: int, batch: int = 0) \
+            -> list[int]:
+        """Rows of a bits bank read from its head's recurrent state, for sequence `batch` of a
+        session (host side: decoding only). Every data entry must be exactly 0 or
+        VALUE_SCALE."""
+        layer, head = self.banks[bank]
+        state = states.head(layer, head, batch).float().cpu()
+        data = state[:rows, nx.ROW_ANCHORS:nx.ROW_ANCHORS + width]
+        bad = (data != 0) & (data != nx.VALUE_SCALE)
+        if bool(bad.any()):
+            r = int(bad.nonzero()[0, 0])
+            raise LaunchError(f"bank {bank} row {r} is not exact: {data[r].tolist()}")
+        bits = (data == nx.VALUE_SCALE).long()
+        return [int(sum(int(b) << i for i, b in enumerate(row))) for row in bits]
+
+    def machine_state(self, states: Session, batch: int = 0) -> MachineState:
+        """Registers, predicates, lane pcs and memories read from the banks' heads (one copy
+        each: the model keeps several, written by the same frames), for sequence `batch`."""
+        from qgpu.circuits.gpu.control import EXITED_BIT, LANE_ROW, TAG
+
+        warps, lanes, regs = limits.MAX_WARPS, limits.WARP_LANES, limits.NUM_REGS
+        registers = {}
+        for lane in range(lanes):
+            rows = self.bank_rows(states, f"regs.{lane}", warps * regs, 32, batch)
+            registers |= {(w, lane, r): rows[w * regs + r]
+                          for w in range(warps) for r in range(1, regs)}
+        preds = self.bank_rows(states, "preds", warps, 4 * lanes, batch)
+        predicates = {(w, lane, p): bool(preds[w] >> (4 * lane + p) & 1)
+                      for w in range(warps) for lane in range(lanes)
+                      for p in range(limits.NUM_PREDS)}
+        pcs = {}
+        for lane in range(lanes):
+            for w, row in enumerate(self.bank_rows(states, f"lanes.{lane}", warps, LANE_ROW,
+                                                   batch)):
+                pcs[(w, lane)] = (row & ((1 << EXITED_BIT) - 1), bool(row >> EXITED_BIT & 1),
+                                  row >> TAG)
+        mask = (1 << 32) - 1
+        glob = [v & mask for v in self.bank_rows(states, "gmem", limits.GLOBAL_WORDS, 33, batch)]
+        return MachineState(registers, predicates, pcs, glob,
+                            self.bank_rows(states, "smem", limits.SHARED_WORDS, 32, batch))
+
+
+@dataclass
+class MachineState:
+    """The machine as the model's recurrent state holds it (host side: decoding only, for
+    views and checks). Rows the launch never wrote read 0; thread blocks do not clear rows."""
+
+    registers: dict[tuple[int, int, int], int]  # (warp, lane, register) -> value, r1..r15
+    predicates: dict[tuple[int, int, int], bool]  # (warp, lane, predicate)
+    lanes: dict[tuple[int, int], tuple[int, bool, int]]  # (warp, lane) -> (block, exited, cta)
+    global_memory: list[int]  # words as stored (unsigned)
+    shared_memory: list[int]

@@ -1,0 +1,465 @@
+"""The sparse engine: launch sequences through the circuit layers of a merged checkpoint, keeping
+only what is nonzero.
+
+A circuit token sees exact zeros from every base layer (docs/ARCHITECTURE.md §5), so its logits
+depend only on the circuit layers, the final norm and the circuit tokens' rows of the tied
+embedding. Of those, about 0.15 % of the weights are nonzero. The engine reads each circuit
+tensor of the checkpoint once and keeps: the circuit dims; the GDN heads whose q, k or v rows or
+out_proj columns hold something, and of those only the value channels some v row writes (a
+channel nothing writes stays 0 in the state and in the output); the MLP neurons whose gate, up
+and down all hold something; the projections as CSR matrices. A step runs the mathematics of
+transformers' Qwen3.5 modules on what is kept — the RMSNorms over the merged width, the
+depthwise causal conv1d + SiLU, the gated delta rule (transformers' own functions, called on
+the kept heads and channels), the gated RMSNorm over whole heads, SwiGLU, the residual adds —
+rounding to the model dtype where the stock path rounds. Every sum the circuit makes is exact
+in float32 (the numerics contract, docs/ARCHITECTURE.md §3), so the order of the sparse sums
+cannot change a value; tests/runtime/test_engine.py compares tokens and every bank's state with
+the stock path's after every token, in float32 and bfloat16.
+
+Activations are held as columns ([dims, tokens]), the layout CSR products want.
+
+Honest by construction: everything here is computed from the checkpoint's tensors (nothing
+from the circuit's graph, the evaluator or the interpreter); the sparse form is a lossless
+re-encoding of those tensors (checked when it is derived), cached in the qgpu cache dir keyed
+by the checkpoint's files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import torch
+import torch.nn.functional as F
+from safetensors import safe_open
+from safetensors.torch import load_file, save_file
+from transformers.models.qwen3_5.modeling_qwen3_5 import torch_chunk_gated_delta_rule
+
+from qgpu.cache import default_cache_dir
+from qgpu.model.merge import tensor_files
+
+if TYPE_CHECKING:
+    from qgpu.runtime.checkpoint import OnLayer
+
+FORMAT = 3
+"""Bump when the cached sparse form changes."""
+
+@dataclass
+class EngineLayer:
+    """One circuit layer, reduced to what is nonzero. Rows of ``proj``: the q then the k
+    channels of each kept head (all dk of them: the delta rule scales q by the head's width),
+    the kept v channels, the same z channels, then the heads' b and a rows."""
+
+    input_scale: torch.Tensor  # (1 + w) of input_layernorm on the circuit dims, float32
+    post_scale: torch.Tensor
+    heads: list[int]  # kept GDN heads, as the checkpoint numbers them
+    channels: int  # value channels 0..channels-1 kept: up to the last one some v row writes
+    proj: torch.Tensor  # CSR float32 [rows, K]
+    conv: torch.Tensor  # [q, k, v channels, taps], float32 (values as the model dtype holds)
+    A_log: torch.Tensor  # [kept heads], model dtype
+    dt_bias: torch.Tensor
+    g: torch.Tensor | None  # the decay's log when the a rows are empty (a = 0 for any input)
+    unit_decay: bool  # that constant decay is exactly 1 (multiplying by it changes nothing)
+    norm_weight: torch.Tensor  # Qwen3_5RMSNormGated's weight, model dtype
+    out: torch.Tensor  # CSR float32 [K, kept heads * kept channels]
+    gate_up: torch.Tensor  # CSR float32 [2 * kept neurons, K]
+    down: torch.Tensor  # CSR float32 [K, kept neurons]
+
+    @property
+    def neurons(self) -> int:
+        return self.down.shape[1]
+
+
+class EngineState:
+    """The recurrent state of a batch of sequences: per layer the conv inputs of the last
+    taps - 1 tokens ([channels, batch, taps - 1]) and the delta rule's state of the kept heads
+    and channels ([batch, heads, dk, channels], float32)."""
+
+    def __init__(self, conv: list[torch.Tensor], recurrent: list[torch.Tensor],
+                 layers: list[EngineLayer], dv: int) -> None:
+        self.conv, self.recurrent, self.layers, self.dv = conv, recurrent, layers, dv
+        self._index = [{h: j for j, h in enumerate(layer.heads)} for layer in layers]
+
+    def head(self, layer: int, head: int, batch: int = 0) -> torch.Tensor:
+        """The [dk, dv] state of one GDN head for sequence `batch`, as the stock path holds it
+        (zeros where the engine keeps nothing: nothing ever writes there)."""
+        state = self.recurrent[layer]
+        j = self._index[layer].get(head)
+        if j is None:
+            return state.new_zeros(state.shape[-2], self.dv)
+        return F.pad(state[batch, j], (0, self.dv - state.shape[-1]))
+
+    def select(self, rows: list[int]) -> EngineState:
+        """The state of some sequences of the batch, in this order."""
+        idx = torch.tensor(rows, device=self.conv[0].device)
+        return EngineState([c.index_select(1, idx) for c in self.conv],
+                           [r.index_select(0, idx) for r in self.recurrent], self.layers, self.dv)
+
+    @staticmethod
+    def stack(states: list[EngineState]) -> EngineState:
+        s0 = states[0]
+        return EngineState(
+            [torch.cat([s.conv[i] for s in states], 1) for i in range(len(s0.conv))],
+            [torch.cat([s.recurrent[i] for s in states]) for i in range(len(s0.recurrent))],
+            s0.layers, s0.dv)
+
+
+class Engine:
+    """The circuit layers of a merged GPU checkpoint, sparse, in `dtype` on `device`."""
+
+    def __init__(self, layers: list[EngineLayer], embed: tuple[torch.Tensor, ...],
+                 select: tuple[torch.Tensor, ...], *, width: int, first_id: int, eps: float,
+                 dtype: torch.dtype, shape: dict) -> None:
+        self.layers = layers
+        self.embed_base, self.embed_cols, self.embed_vals = embed  # base row + differences
+        self.select_dims, self.select_scale, self.select_rows = select
+        self.width, self.first_id, self.eps, self.dtype = width, first_id, eps, dtype
+        self.dk, self.dv, self.taps = shape["dk"], shape["dv"], shape["taps"]
+        self.device = self.embed_base.device
+
+    # --- loading ---------------------------------------------------------------------------
+
+    @classmethod
+    def load(cls, merged: Path, meta: dict, dtype: torch.dtype, device: torch.device) -> Engine:
+        """The engine of a merged checkpoint: its sparse form from the cache, else derived from
+        the checkpoint's tensors (one tensor in memory at a time) and cached."""
+        path = _cache_path(merged)
+        if not path.is_file():
+            tensors, shape = _derive(merged, meta)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{id(tensors)}.tmp")
+            save_file(tensors, str(tmp), metadata={"shape": json.dumps(shape)})
+            tmp.replace(path)
+        with safe_open(str(path), framework="pt") as f:
+            shape = json.loads(f.metadata()["shape"])
+        return cls._from_tensors(load_file(str(path)), shape, meta, dtype, device)
+
+    @classmethod
+    def _from_tensors(cls, t: dict[str, torch.Tensor], shape: dict, meta: dict,
+                      dtype: torch.dtype, device: torch.device) -> Engine:
+        def held(x: torch.Tensor) -> torch.Tensor:
+            """Values as the model holds them in `dtype`, float32 to compute with."""
+            return x.to(dtype).float().to(device)
+
+        def csr(name: str) -> torch.Tensor:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # "sparse CSR support is in beta"
+                return torch.sparse_csr_tensor(
+                    t[name + ".crow"].to(device), t[name + ".col"].to(device),
+                    held(t[name + ".val"]), tuple(t[name + ".shape"].tolist()),
+                    check_invariants=False)
+
+        layers = []
+        for i in range(int(meta["circuit_layers"][1])):
+            p = f"{i}."
+            layers.append(EngineLayer(
+                input_scale=1.0 + held(t[p + "input_norm"]),
+                post_scale=1.0 + held(t[p + "post_norm"]), heads=t[p + "heads"].tolist(),
+                channels=int(t[p + "channels"]), proj=csr(p + "proj"), conv=held(t[p + "conv"]),
+                A_log=t[p + "A_log"].to(device=device, dtype=dtype),
+                dt_bias=t[p + "dt_bias"].to(device=device, dtype=dtype), g=None,
+                unit_decay=False, norm_weight=t[p + "norm"].to(device=device, dtype=dtype),
+                out=csr(p + "out"), gate_up=csr(p + "gate_up"), down=csr(p + "down")))
+            layer = layers[-1]
+            nh, rows = len(layer.heads), layer.proj.shape[0]
+            if nh and _rows_empty(layer.proj, range(rows - nh, rows)):
+                # a = 0 whatever the input (no weight in its rows): the decay is a constant
+                layer.g = -layer.A_log.float().exp() * F.softplus(
+                    torch.zeros(nh, device=device) + layer.dt_bias)
+                layer.unit_decay = bool((layer.g.exp() == 1).all())
+        embed = (t["embed.base"].to(device), t["embed.cols"].to(device), t["embed.vals"].to(device))
+        select = (t["select.dims"].to(device), 1.0 + held(t["select.norm"]),
+                  held(t["select.rows"]))
+        return cls(layers, embed, select, width=int(meta["circuit_dims"][1]),
+                   first_id=min(meta["token_ids"].values()), eps=shape["eps"], dtype=dtype,
+                   shape=shape)
+
+    # --- running ---------------------------------------------------------------------------
+
+    def new_state(self, batch: int) -> EngineState:
+        conv = [torch.zeros(layer.conv.shape[0], batch, self.taps - 1, dtype=self.dtype,
+                            device=self.device) for layer in self.layers]
+        rec = [torch.zeros(batch, len(layer.heads), self.dk, layer.channels,
+                           device=self.device) for layer in self.layers]
+        return EngineState(conv, rec, self.layers, self.dv)
+
+    @torch.inference_mode()
+    def forward(self, ids: torch.Tensor, state: EngineState, *, prefill: bool,
+                on_layer: Callable[[int, torch.Tensor], None] | None = None) -> torch.Tensor:
+        """Run tokens `ids` ([B, T]) through every circuit layer, updating `state`: the whole
+        prompt of one sequence at once (prefill: B = 1, the state empty, as the stock path's
+        first pass) or one token per sequence (T = 1). Returns the circuit tokens' logits after
+        each sequence's last token ([B, circuit vocab], float32, rounded to the model dtype as
+        the stock head rounds them). `on_layer(i, h)` sees layer i's output ([K, B * T])."""
+        B, T = ids.shape
+        h = self._embed(ids.flatten())
+        for i, layer in enumerate(self.layers):
+            if layer.heads:  # a layer with no kept head adds exactly 0 in its GDN sublayer
+                h = h + self._gdn(i, layer, h, state, B, T, prefill)
+            if layer.neurons:
+                x = self._norm(h, layer.post_scale)
+                gate, up = _mm(layer.gate_up, x).to(self.dtype).split(layer.neurons)
+                h = h + _mm(layer.down, F.silu(gate) * up).to(self.dtype)
+            if on_layer is not None:
+                on_layer(i, h)
+        return self._logits(h[:, T - 1::T])
+
+    def greedy(self, logits: torch.Tensor) -> list[int]:
+        """The stock argmax over the whole vocabulary, from the circuit tokens' logits: every
+        text token's logit is exactly 0 at a circuit position (their rows are zero on the
+        circuit dims) and text ids come first, so a circuit token wins only with a logit
+        above 0; otherwise the first text token, id 0."""
+        best = logits.argmax(-1)
+        values = logits.gather(-1, best[:, None])[:, 0]
+        return [self.first_id + int(i) if float(v) > 0 else 0
+                for v, i in zip(values.tolist(), best.tolist(), strict=True)]
+
+    def _embed(self, ids: torch.Tensor) -> torch.Tensor:
+        idx = ids - self.first_id
+        rows = self.embed_base.expand(len(idx), -1).clone()
+        rows.scatter_add_(1, self.embed_cols[idx], self.embed_vals[idx])
+        return rows.T.to(self.dtype)
+
+    def _norm(self, h: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+        """Qwen3_5RMSNorm over the merged width: the base dims are zeros and add nothing to the
+        sum of squares, and the anchors make it exact in any order (so mean = sum / width)."""
+        xf = h.float()
+        var = xf.pow(2).sum(0, keepdim=True) / self.width
+        return (xf * torch.rsqrt(var + self.eps) * scale[:, None]).to(self.dtype)
+
+    def _gdn(self, i: int, layer: EngineLayer, h: torch.Tensor, state: EngineState, B: int,
+             T: int, prefill: bool) -> torch.Tensor:
+        """Qwen3_5GatedDeltaNet on the kept heads and channels: its output ([K, B * T])."""
+        nh, nc, dk, dv, dt = len(layer.heads), layer.channels, self.dk, self.dv, self.dtype
+        y = _mm(layer.proj, self._norm(h, layer.input_scale)).to(dt)
+        qkv, z, b, a = y.split([nh * (2 * dk + nc), nh * nc, nh, nh])
+        mixed = F.silu(self._conv(i, layer, qkv, state, prefill).to(dt))
+        beta = b.T.reshape(B, T, nh).sigmoid()
+        g = layer.g.expand(B, T, nh) if layer.g is not None else \
+            -layer.A_log.float().exp() * F.softplus(a.T.reshape(B, T, nh).float() + layer.dt_bias)
+        if prefill:  # transformers' chunked rule, as the stock path's first pass runs it
+            q, k, v = (m.T.reshape(B, T, nh, -1) for m in mixed.split([nh * dk, nh * dk, nh * nc]))
+            core, state.recurrent[i] = torch_chunk_gated_delta_rule(
+                q, k, v, g=g, beta=beta, initial_state=None, output_final_state=True,
+                use_qk_l2norm_in_kernel=True)
+            core = core.reshape(B * T * nh, nc)
+        else:
+            core = self._delta_step(i, layer, mixed, g[:, 0], beta[:, 0], state, B)
+        # Qwen3_5RMSNormGated over whole heads: the channels not kept are zeros, padded back
+        # for the mean; elementwise, only the kept channels are computed
+        x = core.float()
+        var = F.pad(x, (0, dv - nc)).pow(2).mean(-1, keepdim=True)
+        x = layer.norm_weight[:nc] * (x * torch.rsqrt(var + self.eps)).to(dt)
+        gate = z.T.reshape(B * T * nh, nc).float()
+        normed = (x * F.silu(gate)).to(dt).reshape(B * T, nh * nc)
+        return _mm(layer.out, normed.T).to(dt)
+
+    def _delta_step(self, i: int, layer: EngineLayer, mixed: torch.Tensor, g: torch.Tensor,
+                    beta: torch.Tensor, state: EngineState, B: int) -> torch.Tensor:
+        """One token of transformers' torch_recurrent_gated_delta_rule (l2-normalised q and k,
+        q / sqrt(dk), decay, delta rule, read after write), op for op on the kept heads and
+        channels, q and k normalised together. Returns the heads' outputs [B * heads, kept]."""
+        nh, nc, dk = len(layer.heads), layer.channels, self.dk
+        qk = mixed[:2 * nh * dk].T.reshape(B, 2, nh, dk).float()
+        qk = qk * torch.rsqrt((qk * qk).sum(dim=-1, keepdim=True) + 1e-6)
+        q, k = qk[:, 0] / (dk ** 0.5), qk[:, 1]
+        v = mixed[2 * nh * dk:].T.reshape(B, nh, nc).float()
+        S = state.recurrent[i]
+        if not layer.unit_decay:
+            S = S * g.exp()[..., None, None]  # (a decay of exactly 1 leaves S as it is)
+        kv_mem = (S * k[..., None]).sum(dim=-2)
+        delta = (v - kv_mem) * beta.float()[..., None]
+        S = S + k[..., None] * delta[..., None, :]
+        state.recurrent[i] = S
+        return (S * q[..., None]).sum(dim=-2).to(self.dtype).reshape(B * nh, nc)
+
+    def _conv(self, i: int, layer: EngineLayer, x: torch.Tensor, state: EngineState,
+              prefill: bool) -> torch.Tensor:
+        """The depthwise causal conv1d ([channels, B * T], float32 sums of exact products):
+        each channel's taps over its last inputs, the state keeping the newest taps - 1."""
+        if prefill:  # one sequence: zeros before its first token
+            window = F.pad(x, (self.taps - 1, 0))
+            state.conv[i].copy_(window[:, None, -(self.taps - 1):])
+            return (window.float().unfold(1, self.taps, 1) * layer.conv[:, None]).sum(-1)
+        window = torch.cat([state.conv[i], x[:, :, None]], dim=2)
+        state.conv[i] = window[:, :, 1:]
+        return (window.float() * layer.conv[:, None]).sum(-1)
+
+    def _logits(self, h: torch.Tensor) -> torch.Tensor:
+        """The final norm and the tied head on the circuit tokens: only the selection dims pass
+        the norm ((1 + w) = 0 elsewhere), and of those only the nonzero ones add anything."""
+        x = self._norm(h, self.select_scale)[self.select_dims].float()
+        live = x.any(1).nonzero().flatten()
+        return (x[live].T @ self.select_rows[live]).to(self.dtype).float()
+
+    def resident_bytes(self) -> int:
+        """Bytes the engine holds (weights and embedding; not the per-launch state)."""
+        tensors = [self.embed_base, self.embed_cols, self.embed_vals, self.select_rows]
+        for layer in self.layers:
+            tensors += [layer.input_scale, layer.post_scale, layer.proj, layer.conv, layer.out,
+                        layer.gate_up, layer.down, layer.A_log, layer.dt_bias, layer.norm_weight]
+        total = 0
+        for t in tensors:
+            parts = [t.crow_indices(), t.col_indices(), t.values()] \
+                if t.layout == torch.sparse_csr else [t]
+            total += sum(p.numel() * p.element_size() for p in parts)
+        return total
+
+
+def _rows_empty(w: torch.Tensor, rows: range) -> bool:
+    crow = w.crow_indices()
+    return bool(crow[rows.stop] == crow[rows.start])
+
+
+def _mm(w: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """w @ x for a CSR `w`, in float32: every sum the circuit makes is exact there, so rounding
+    to the model dtype afterwards is the stock linear's one rounding."""
+    return w @ x.float()
+
+
+class EngineSession:
+    """One batch on the engine: each prompt prefilled on its own (no padding), then one decode
+    step for the running rows only (finished rows leave the batch)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.rows: list[int] = []  # the batch rows `state` holds, in its order
+        self.state: EngineState | None = None
+
+    def prefill(self, prompts: list[list[int]], on_layer: OnLayer | None = None) -> list[int]:
+        states, chosen = [], []
+        for b, prompt in enumerate(prompts):
+            state = self.engine.new_state(1)
+            hook = None if on_layer is None else lambda i, h, b=b: on_layer(i, b, h.T)
+            logits = self.engine.forward(torch.tensor([prompt], device=self.engine.device), state,
+                                         prefill=True, on_layer=hook)
+            states.append(state)
+            chosen += self.engine.greedy(logits)
+        self.state, self.rows = EngineState.stack(states), list(range(len(prompts)))
+        return chosen
+
+    def step(self, ids: list[int | None], on_layer: OnLayer | None = None) -> list[int]:
+        running = [b for b, i in enumerate(ids) if i is not None]
+        if running != self.rows:
+            self.state = self.state.select([self.rows.index(b) for b in running])
+            self.rows = running
+        feed = torch.tensor([[ids[b]] for b in running], device=self.engine.device)
+        hook = None if on_layer is None else \
+            lambda i, h: [on_layer(i, b, h[:, j:j + 1].T) for j, b in enumerate(running)]
+        logits = self.engine.forward(feed, self.state, prefill=False, on_layer=hook)
+        chosen = [0] * len(ids)
+        for b, c in zip(running, self.engine.greedy(logits), strict=True):
+            chosen[b] = c
+        return chosen
+
+    def head(self, layer: int, head: int, batch: int) -> torch.Tensor:
+        return self.state.head(layer, head, self.rows.index(batch))
+
+
+# --- deriving the sparse form -------------------------------------------------------------
+
+def _cache_path(merged: Path) -> Path:
+    """Keyed by the checkpoint's weight files (paths, sizes, modification times) and the
+    format: a rebuilt checkpoint gets a fresh sparse form."""
+    key = hashlib.sha256(f"engine{FORMAT}".encode())
+    for path in sorted(set(tensor_files(merged).values())):
+        st = path.stat()
+        key.update(f"{path.resolve()}:{st.st_size}:{st.st_mtime_ns};".encode())
+    return default_cache_dir() / "engine" / f"{key.hexdigest()[:24]}.safetensors"
+
+
+def _csr_parts(name: str, dense: torch.Tensor) -> dict[str, torch.Tensor]:
+    w = dense.to_sparse_csr()
+    return {f"{name}.crow": w.crow_indices().int(), f"{name}.col": w.col_indices().int(),
+            f"{name}.val": w.values(), f"{name}.shape": torch.tensor(list(w.shape))}
+
+
+def _derive(merged: Path, meta: dict) -> tuple[dict[str, torch.Tensor], dict]:
+    """The sparse form of a merged checkpoint's circuit, straight from its tensors (as stored),
+    and the shapes a step needs (head dims, conv taps, the norms' eps)."""
+    files = tensor_files(merged)
+    config = json.loads((merged / "config.json").read_text())
+    config = config.get("text_config", config)
+    d_base, width = (int(d) for d in meta["circuit_dims"])
+    nk, nv = config["linear_num_key_heads"], config["linear_num_value_heads"]
+    dk, dv = config["linear_key_head_dim"], config["linear_value_head_dim"]
+    ratio = nv // nk
+    handles: dict[Path, object] = {}
+
+    def get(name: str) -> torch.Tensor:
+        path = files[name]
+        if path not in handles:
+            handles[path] = safe_open(str(path), framework="pt")
+        return handles[path].get_tensor(name)
+
+    out: dict[str, torch.Tensor] = {}
+    for i in range(int(meta["circuit_layers"][1])):
+        p, t = f"model.layers.{i}.linear_attn.", f"{i}."
+        qkv = get(p + "in_proj_qkv.weight")[:, d_base:]
+        o = get(p + "out_proj.weight")[d_base:]
+        q, k, v = qkv[:nk * dk], qkv[nk * dk:2 * nk * dk], qkv[2 * nk * dk:]
+
+        def key_rows(w: torch.Tensor, h: int) -> torch.Tensor:  # a value head's key head
+            return w[h // ratio * dk:(h // ratio + 1) * dk]
+
+        def value_rows(w: torch.Tensor, h: int) -> torch.Tensor:
+            return w[h * dv:(h + 1) * dv]
+
+        heads = [h for h in range(nv) if key_rows(q, h).any() or key_rows(k, h).any()
+                 or value_rows(v, h).any() or o[:, h * dv:(h + 1) * dv].any()]
+        written = torch.zeros(dv, dtype=torch.bool)
+        for h in heads:
+            written |= value_rows(v, h).any(1)
+        channels = int(written.nonzero().max()) + 1 if written.any() else 0  # a prefix
+        z = get(p + "in_proj_z.weight")[:, d_base:]
+        rows = ([key_rows(q, h) for h in heads] + [key_rows(k, h) for h in heads]
+                + [value_rows(v, h)[:channels] for h in heads]
+                + [value_rows(z, h)[:channels] for h in heads])
+        b = get(p + "in_proj_b.weight")[heads, d_base:]
+        a = get(p + "in_proj_a.weight")[heads, d_base:]
+        out |= _csr_parts(t + "proj", torch.cat([*rows, b, a]) if heads else b[:0])
+        conv = get(p + "conv1d.weight").squeeze(1)
+        cq, ck, cv = conv[:nk * dk], conv[nk * dk:2 * nk * dk], conv[2 * nk * dk:]
+        convs = ([key_rows(cq, h) for h in heads] + [key_rows(ck, h) for h in heads]
+                 + [value_rows(cv, h)[:channels] for h in heads])
+        out[t + "conv"] = torch.cat(convs) if heads else cv[:0]
+        out[t + "A_log"] = get(p + "A_log")[heads]
+        out[t + "dt_bias"] = get(p + "dt_bias")[heads]
+        out[t + "norm"] = get(p + "norm.weight")
+        out[t + "heads"] = torch.tensor(heads, dtype=torch.int64)
+        out[t + "channels"] = torch.tensor(channels)
+        cols = [h * dv + c for h in heads for c in range(channels)]
+        out |= _csr_parts(t + "out", o[:, cols])
+        m = f"model.layers.{i}."
+        gate = get(m + "mlp.gate_proj.weight")[:, d_base:]
+        up = get(m + "mlp.up_proj.weight")[:, d_base:]
+        down = get(m + "mlp.down_proj.weight")[d_base:]
+        kept = (gate.any(1) & up.any(1) & down.any(0)).nonzero().flatten()
+        out |= _csr_parts(t + "gate_up", torch.cat([gate[kept], up[kept]]))
+        out |= _csr_parts(t + "down", down[:, kept])
+        out[t + "input_norm"] = get(m + "input_layernorm.weight")[d_base:]
+        out[t + "post_norm"] = get(m + "post_attention_layernorm.weight")[d_base:]
+    ids = sorted(meta["token_ids"].values())
+    if ids != list(range(ids[0], ids[0] + len(ids))):
+        raise ValueError("the circuit tokens' ids are not contiguous")
+    with safe_open(str(files["model.embed_tokens.weight"]), framework="pt") as f:
+        embed = f.get_slice("model.embed_tokens.weight")[ids[0]:ids[-1] + 1, d_base:width]
+    # each row as the most common row plus a few differences (exact: small integers)
+    base = embed.float().mode(dim=0).values
+    delta = embed.float() - base
+    cols = delta.abs().topk(max(1, int((delta != 0).sum(1).max())), dim=1).indices
+    vals = delta.gather(1, cols)
+    if not torch.equal(base.expand_as(delta).clone().scatter_add_(1, cols, vals), embed.float()):
+        raise ValueError("the circuit tokens' embedding rows do not re-encode exactly")
+    out |= {"embed.base": base, "embed.cols": cols, "embed.vals": vals}
+    final = get("model.norm.weight")[d_base:]
+    dims = (final.float() != -1.0).nonzero().flatten()  # (1 + w) = 0 silences a dim
+    out |= {"select.dims": dims, "select.norm": final, "select.rows": embed[:, dims].T.contiguous()}
+    shape = {"dk": dk, "dv": dv, "taps": config["linear_conv_kernel_dim"],
+             "eps": config["rms_norm_eps"]}
+    return out, shape

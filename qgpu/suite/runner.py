@@ -1,0 +1,164 @@
+"""The kernel suite, checked three ways: intent model, PTX interpreter, machine interpreter.
+
+Each arrow of the verification ladder reports the first divergence (argument, index, values),
+never a mere "mismatch". ``python -m qgpu suite`` prints the table.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from qgpu import protocol as tokens
+from qgpu.driver import SUITE_DIR, CompiledModule, load_ptx, place_arguments, read_back
+from qgpu.errors import QgpuError, UsageError
+from qgpu.suite.manifest import SUITE, SuiteKernel, by_name, source_path  # noqa: F401
+
+
+def suite_module(k: SuiteKernel, ptx_dir: Path = SUITE_DIR / "ptx") -> CompiledModule:
+    """The committed (pinned NVRTC) PTX of a suite kernel."""
+    return load_ptx((ptx_dir / f"{k.name}.ptx").read_text(encoding="utf-8"), "committed")
+
+
+def first_difference(expected: list[Any], got: list[Any]) -> str | None:
+    """Where two argument lists first differ, readably; None when equal."""
+    for i, (e, g) in enumerate(zip(expected, got, strict=True)):
+        if isinstance(e, list):
+            if len(e) != len(g):
+                return f"arg {i}: length {len(g)} != {len(e)}"
+            for j, (x, y) in enumerate(zip(e, g, strict=True)):
+                if x != y:
+                    return f"arg {i}[{j}]: got {y}, expected {x}"
+        elif e != g:
+            return f"arg {i}: got {g}, expected {e}"
+    return None
+
+
+@dataclass
+class Check:
+    """One kernel on one seed: the difference of each backend from the intent (None = exact)."""
+
+    name: str
+    seed: int
+    ptx: str | None
+    machine: str | None
+    stats: dict[str, int]
+
+    @property
+    def exact(self) -> bool:
+        return self.ptx is None and self.machine is None
+
+
+def make_args(k: SuiteKernel, seed: int) -> list[Any]:
+    return k.make_args(np.random.default_rng(seed))
+
+
+def check_kernel(k: SuiteKernel, seed: int, module: CompiledModule | None = None) -> Check:
+    """Run one suite kernel on both interpreters and compare each with the intent model."""
+    module = module or suite_module(k)
+    args = make_args(k, seed)
+    expected = [list(map(int, a)) if isinstance(a, list) else a for a in k.intent(args)]
+    kernel = module.kernel(k.name)
+    diffs: dict[str, str | None] = {}
+    stats: dict[str, int] = {}
+    for backend in ("ptx", "interp"):
+        try:
+            res = kernel.launch(grid=k.grid, block=k.block, args=args,
+                                dynamic_shared=k.dynamic_shared, backend=backend)
+            diffs[backend] = first_difference(expected, res.args)
+            if backend == "interp":
+                stats = dict(res.stats, **token_counts(k, kernel, args, res.trace))
+        except QgpuError as e:
+            diffs[backend] = f"{e.kind} error: {e.message}"
+    return Check(k.name, seed, diffs["ptx"], diffs["interp"], stats)
+
+
+def token_counts(k: SuiteKernel, kernel, args: list[Any], trace: list) -> dict[str, int]:
+    """Prompt and generated tokens of the launch in the model's protocol (qgpu/tokens.py)."""
+    place = place_arguments(kernel.ptx.params, args)
+    launch = tokens.Launch.checked(kernel.program, k.grid, k.block, place, k.dynamic_shared)
+    return {"prompt_tokens": len(tokens.prompt_tokens(launch)),
+            "generated_tokens": len(tokens.expected_tokens(launch, trace))}
+
+
+def print_suite_report(names: list[str], seeds: int) -> int:
+    """Print one line per kernel; exit status 1 if any kernel is not exact three ways."""
+    kernels = [by_name(n) for n in names] if names else list(SUITE)
+    failures = 0
+    print(f"{'kernel':24} {'exact':>6} {'ROM':>4} {'instr':>5} {'blocks run':>10} {'spills':>6} "
+          f"{'prompt':>6} {'generated':>9}")
+    t0 = time.perf_counter()
+    for k in kernels:
+        checks = [check_kernel(k, seed) for seed in range(seeds)]
+        bad = [c for c in checks if not c.exact]
+        failures += bool(bad)
+        st = checks[-1].stats
+        print(f"{k.name:24} {len(checks) - len(bad):>3}/{len(checks):<2} "
+              f"{st.get('rom_blocks', '-'):>4} {st.get('instructions', '-'):>5} "
+              f"{st.get('blocks_executed', '-'):>10} {st.get('spill_slots', '-'):>6} "
+              f"{st.get('prompt_tokens', '-'):>6} {st.get('generated_tokens', '-'):>9}")
+        for c in bad:
+            print(f"    seed {c.seed}: ptx: {c.ptx or 'exact'}; machine: {c.machine or 'exact'}")
+    print(f"{len(kernels) - failures}/{len(kernels)} kernels exact on {seeds} seeds "
+          f"({time.perf_counter() - t0:.1f} s)")
+    return 1 if failures else 0
+
+
+def print_model_report(names: list[str], build: str, dtype: str | None = None,
+                       gpu=None, batch: int = 1, device: str = "cpu", layers: bool = True,
+                       engine: str = "sparse") -> int:
+    """Run kernels (seed 0) on a merged model (`build`: a build directory, loaded in `dtype`;
+    or `gpu`, an already loaded runtime.GpuModel) with ``--check`` (every generated token and
+    every circuit layer), `batch` launches side by side (kernels of similar length together);
+    one line per kernel (prompt and generated tokens, exact or the first divergence, seconds of
+    its batch); exit status 1 unless every launch is exact and its results equal the intent
+    model."""
+    from qgpu.runtime import GpuModel, run_checked_batch
+
+    if batch < 1:
+        raise UsageError(f"--batch must be at least 1, not {batch}")
+    kernels = [by_name(n) for n in names] if names else list(SUITE)
+    t0 = time.perf_counter()
+    gpu = gpu or GpuModel.load(build, dtype, device, engine)
+    print(f"loaded {gpu.path} ({gpu.dtype}, {gpu.engine} engine) in "
+          f"{time.perf_counter() - t0:.0f} s")
+    print(f"{'kernel':24} {'prompt':>6} {'generated':>9} {'s':>6}  result")
+    runs = []
+    for k in kernels:
+        kernel = suite_module(k).kernel(k.name)
+        args = make_args(k, 0)
+        place = place_arguments(kernel.ptx.params, args)
+        launch = tokens.Launch.checked(kernel.program, k.grid, k.block, place,
+                                       k.dynamic_shared)
+        runs.append((k, args, place, launch, check_kernel(k, 0).stats.get("generated_tokens", 0)))
+    runs.sort(key=lambda r: r[4])
+    failures = 0
+    for i in range(0, len(runs), batch):
+        group = runs[i:i + batch]
+        t = time.perf_counter()
+        try:
+            outs = run_checked_batch(gpu, [r[3] for r in group],
+                                     dynamic_shared=[r[0].dynamic_shared for r in group],
+                                     layers=layers)
+        except QgpuError as e:
+            outs = [e] * len(group)
+        for (k, args, place, launch, _), run in zip(group, outs, strict=True):
+            if isinstance(run, QgpuError):
+                result, generated = run.message, -1
+            elif run.exact:
+                generated = len(run.generated)
+                intent = [list(map(int, a)) if isinstance(a, list) else a for a in k.intent(args)]
+                diff = first_difference(intent, read_back(place, args, run.memory))
+                result = "exact" if diff is None else f"results differ: {diff}"
+            else:
+                result, generated = run.divergence, len(run.generated)
+            failures += result != "exact"
+            print(f"{k.name:24} {len(tokens.prompt_tokens(launch)):>6} {generated:>9} "
+                  f"{time.perf_counter() - t:>6.0f}  {result}", flush=True)
+    print(f"{len(kernels) - failures}/{len(kernels)} kernels exact on the model "
+          f"({time.perf_counter() - t0:.0f} s)")
+    return 1 if failures else 0
