@@ -1,14 +1,19 @@
 """The package's layout: every stage imports only from the stages before it (docs/ARCHITECTURE.md,
-the layout), and no module imports itself back through others."""
+the layout), no module imports itself back through others, and the wheel ships all of it."""
 
 from __future__ import annotations
 
 import ast
+import shutil
+import subprocess
+import sys
+import zipfile
 from pathlib import Path
 
 import qgpu
 
 PACKAGE = Path(qgpu.__file__).resolve().parent
+ROOT = PACKAGE.parent
 STAGES = [
     ("qgpu.errors", "qgpu.cache"),
     ("qgpu.machine",),
@@ -104,3 +109,33 @@ def test_no_import_cycles() -> None:
     for m in sorted(edges):
         if m not in state:
             visit(m)
+
+
+def build_wheel(out: Path) -> Path:
+    """The wheel of a copy of the checkout's packaging sources (a build in place would leave
+    build/ and an egg-info in the checkout), built offline with the installed setuptools."""
+    source = out / "source"
+    source.mkdir()
+    for name in ("pyproject.toml", "setup.py", "LICENSE"):
+        shutil.copy(ROOT / name, source / name)
+    for name in ("qgpu", "kernels"):
+        shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__"))
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+                    "--no-index", "-q", "-w", str(out), str(source)], check=True)
+    (wheel,) = out.glob("qgpu-*.whl")
+    return wheel
+
+
+def test_wheel_ships_every_module_the_kernel_suite_and_the_data(tmp_path: Path) -> None:
+    with zipfile.ZipFile(build_wheel(tmp_path)) as wheel:
+        names = set(wheel.namelist())
+        (entry_points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
+        scripts = wheel.read(entry_points).decode()
+    kernels = ROOT / "kernels"
+    suite = [*kernels.glob("*.cu"), *kernels.glob("ptx/*.ptx")]
+    assert suite
+    want = {p.relative_to(ROOT).as_posix() for p in modules().values()}
+    want |= {f"qgpu/kernels/{p.relative_to(kernels).as_posix()}" for p in suite}
+    want |= {"qgpu/toolchain/cuda_clang.h", "qgpu/model/assets/chat_template.jinja"}
+    assert sorted(want - names) == []
+    assert "qgpu = qgpu.cli:main" in scripts
