@@ -50,6 +50,38 @@ FORMAT = 3
 """Bump when the cached sparse form changes."""
 
 @dataclass
+class Projection:
+    """A weight matrix as the engine holds it: CSR, or — when the circuit dims it reads are
+    few (GDN projections read a handful of address bits) — those columns dense, which a small
+    dense product serves faster than a sparse kernel's set-up. Float32; its values are as the
+    model dtype holds them."""
+
+    matrix: torch.Tensor  # CSR [out, in], or dense [out, len(cols)]
+    cols: torch.Tensor | None  # the input dims a dense matrix reads
+
+    DENSE_LIMIT = 1 << 16  # entries of a column-compacted dense matrix, beyond its nonzeros
+
+    @classmethod
+    def of(cls, csr: torch.Tensor) -> Projection:
+        cols = csr.col_indices().unique()
+        if csr.shape[0] * len(cols) <= 4 * csr.values().numel() + cls.DENSE_LIMIT:
+            return cls(csr.to_dense()[:, cols].contiguous(), cols.long())
+        return cls(csr, None)
+
+    def __matmul__(self, x: torch.Tensor) -> torch.Tensor:
+        """self @ x in float32: every sum the circuit makes is exact there, so rounding to the
+        model dtype afterwards is the stock linear's one rounding."""
+        if self.cols is None:
+            return self.matrix @ x.float()
+        return self.matrix @ x.float().index_select(0, self.cols)
+
+    def tensors(self) -> list[torch.Tensor]:
+        if self.cols is None:
+            return [self.matrix.crow_indices(), self.matrix.col_indices(), self.matrix.values()]
+        return [self.matrix, self.cols]
+
+
+@dataclass
 class EngineLayer:
     """One circuit layer, reduced to what is nonzero. Rows of ``proj``: the q then the k
     channels of each kept head (all dk of them: the delta rule scales q by the head's width),
@@ -59,20 +91,17 @@ class EngineLayer:
     post_scale: torch.Tensor
     heads: list[int]  # kept GDN heads, as the checkpoint numbers them
     channels: int  # value channels 0..channels-1 kept: up to the last one some v row writes
-    proj: torch.Tensor  # CSR float32 [rows, K]
+    proj: Projection  # [rows, K]
     conv: torch.Tensor  # [q, k, v channels, taps], float32 (values as the model dtype holds)
     A_log: torch.Tensor  # [kept heads], model dtype
     dt_bias: torch.Tensor
     g: torch.Tensor | None  # the decay's log when the a rows are empty (a = 0 for any input)
     unit_decay: bool  # that constant decay is exactly 1 (multiplying by it changes nothing)
     norm_weight: torch.Tensor  # Qwen3_5RMSNormGated's weight, model dtype
-    out: torch.Tensor  # CSR float32 [K, kept heads * kept channels]
-    gate_up: torch.Tensor  # CSR float32 [2 * kept neurons, K]
-    down: torch.Tensor  # CSR float32 [K, kept neurons]
-
-    @property
-    def neurons(self) -> int:
-        return self.down.shape[1]
+    out: Projection  # [K, kept heads * kept channels]
+    gate_up: Projection  # [2 * kept neurons, K]
+    down: Projection  # [K, kept neurons]
+    neurons: int
 
 
 class EngineState:
@@ -146,13 +175,13 @@ class Engine:
             """Values as the model holds them in `dtype`, float32 to compute with."""
             return x.to(dtype).float().to(device)
 
-        def csr(name: str) -> torch.Tensor:
+        def csr(name: str) -> Projection:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # "sparse CSR support is in beta"
-                return torch.sparse_csr_tensor(
+                return Projection.of(torch.sparse_csr_tensor(
                     t[name + ".crow"].to(device), t[name + ".col"].to(device),
                     held(t[name + ".val"]), tuple(t[name + ".shape"].tolist()),
-                    check_invariants=False)
+                    check_invariants=False))
 
         layers = []
         for i in range(int(meta["circuit_layers"][1])):
@@ -164,10 +193,11 @@ class Engine:
                 A_log=t[p + "A_log"].to(device=device, dtype=dtype),
                 dt_bias=t[p + "dt_bias"].to(device=device, dtype=dtype), g=None,
                 unit_decay=False, norm_weight=t[p + "norm"].to(device=device, dtype=dtype),
-                out=csr(p + "out"), gate_up=csr(p + "gate_up"), down=csr(p + "down")))
+                out=csr(p + "out"), gate_up=csr(p + "gate_up"), down=csr(p + "down"),
+                neurons=int(t[p + "down.shape"][1])))
             layer = layers[-1]
-            nh, rows = len(layer.heads), layer.proj.shape[0]
-            if nh and _rows_empty(layer.proj, range(rows - nh, rows)):
+            nh, crow = len(layer.heads), t[p + "proj.crow"]
+            if nh and crow[-1] == crow[-1 - nh]:
                 # a = 0 whatever the input (no weight in its rows): the decay is a constant
                 layer.g = -layer.A_log.float().exp() * F.softplus(
                     torch.zeros(nh, device=device) + layer.dt_bias)
@@ -203,8 +233,8 @@ class Engine:
                 h = h + self._gdn(i, layer, h, state, B, T, prefill)
             if layer.neurons:
                 x = self._norm(h, layer.post_scale)
-                gate, up = _mm(layer.gate_up, x).to(self.dtype).split(layer.neurons)
-                h = h + _mm(layer.down, F.silu(gate) * up).to(self.dtype)
+                gate, up = (layer.gate_up @ x).to(self.dtype).split(layer.neurons)
+                h = h + (layer.down @ (F.silu(gate) * up)).to(self.dtype)
             if on_layer is not None:
                 on_layer(i, h)
         return self._logits(h[:, T - 1::T])
@@ -236,7 +266,7 @@ class Engine:
              T: int, prefill: bool) -> torch.Tensor:
         """Qwen3_5GatedDeltaNet on the kept heads and channels: its output ([K, B * T])."""
         nh, nc, dk, dv, dt = len(layer.heads), layer.channels, self.dk, self.dv, self.dtype
-        y = _mm(layer.proj, self._norm(h, layer.input_scale)).to(dt)
+        y = (layer.proj @ self._norm(h, layer.input_scale)).to(dt)
         qkv, z, b, a = y.split([nh * (2 * dk + nc), nh * nc, nh, nh])
         mixed = F.silu(self._conv(i, layer, qkv, state, prefill).to(dt))
         beta = b.T.reshape(B, T, nh).sigmoid()
@@ -257,7 +287,7 @@ class Engine:
         x = layer.norm_weight[:nc] * (x * torch.rsqrt(var + self.eps)).to(dt)
         gate = z.T.reshape(B * T * nh, nc).float()
         normed = (x * F.silu(gate)).to(dt).reshape(B * T, nh * nc)
-        return _mm(layer.out, normed.T).to(dt)
+        return (layer.out @ normed.T).to(dt)
 
     def _delta_step(self, i: int, layer: EngineLayer, mixed: torch.Tensor, g: torch.Tensor,
                     beta: torch.Tensor, state: EngineState, B: int) -> torch.Tensor:
@@ -301,25 +331,11 @@ class Engine:
         """Bytes the engine holds (weights and embedding; not the per-launch state)."""
         tensors = [self.embed_base, self.embed_cols, self.embed_vals, self.select_rows]
         for layer in self.layers:
-            tensors += [layer.input_scale, layer.post_scale, layer.proj, layer.conv, layer.out,
-                        layer.gate_up, layer.down, layer.A_log, layer.dt_bias, layer.norm_weight]
-        total = 0
-        for t in tensors:
-            parts = [t.crow_indices(), t.col_indices(), t.values()] \
-                if t.layout == torch.sparse_csr else [t]
-            total += sum(p.numel() * p.element_size() for p in parts)
-        return total
-
-
-def _rows_empty(w: torch.Tensor, rows: range) -> bool:
-    crow = w.crow_indices()
-    return bool(crow[rows.stop] == crow[rows.start])
-
-
-def _mm(w: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-    """w @ x for a CSR `w`, in float32: every sum the circuit makes is exact there, so rounding
-    to the model dtype afterwards is the stock linear's one rounding."""
-    return w @ x.float()
+            tensors += [layer.input_scale, layer.post_scale, layer.conv, layer.A_log,
+                        layer.dt_bias, layer.norm_weight]
+            for proj in (layer.proj, layer.out, layer.gate_up, layer.down):
+                tensors += proj.tensors()
+        return sum(t.numel() * t.element_size() for t in tensors)
 
 
 class EngineSession:

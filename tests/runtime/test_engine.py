@@ -1,0 +1,143 @@
+"""The sparse engine is the model: on the session's tiny GPU build (conftest.py) its generated
+tokens and every bank's recurrent state after every token equal the stock path's on the same
+checkpoint, in float32 and bfloat16, over launches that exercise every part of the machine; it
+computes from the checkpoint's tensors only, and a changed weight changes what it does."""
+
+import ast
+import hashlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from qgpu import protocol as T
+from qgpu.circuits.gpu.compiled import gpu_schedule
+from qgpu.compiler.schedule import LayerShape
+from qgpu.driver import compile_file, place_arguments
+from qgpu.errors import LaunchError
+from qgpu.runtime import Divergence, GpuModel, ModelRun, run_batch, run_launch
+from qgpu.runtime import engine as engine_module
+from qgpu.suite.runner import by_name, make_args, suite_module
+
+USER_KERNELS = Path(__file__).parent.parent / "user_kernels"
+
+SUITE_LAUNCHES = (
+    "copy",  # three thread blocks, divergence at the bounds check, indexed loads and stores
+    "atomic_inc_dec",  # four lanes' atomics on one word, chained in lane order
+    "atomic_exch_flag",
+    "shfl_broadcast",  # warp shuffles
+    "shfl_width2",
+    "reverse_dyn",  # dynamic shared memory and a barrier across warps
+    "matmul4_regs",  # register spills to local memory
+    "relu",
+    "fill",
+    "vec_abs",
+)
+TOKEN_LIMIT = {"float32": 72, "bfloat16": 24}
+"""Generated tokens compared per launch (the stock path costs ~1 s a token here; a launch
+that runs longer stops at the limit on both paths, with the same error)."""
+
+
+def suite_launch(name: str) -> T.Launch:
+    k = by_name(name)
+    kernel = suite_module(k).kernel(name)
+    place = place_arguments(kernel.ptx.params, make_args(k, 0))
+    return T.Launch.checked(kernel.program, k.grid, k.block, place, k.dynamic_shared)
+
+
+def user_launch(file: str, name: str, block: int, args: list) -> T.Launch:
+    kernel = compile_file(USER_KERNELS / file).kernel(name)
+    place = place_arguments(kernel.ptx.params, args)
+    return T.Launch.checked(kernel.program, (1, 1), (block, 1), place, 0)
+
+
+def launches() -> list[T.Launch]:
+    rng = np.random.default_rng(0)
+    fault = user_launch("oob_read.cu", "shift_left", 8,  # reads past its array: a fault
+                        [[int(v) for v in rng.integers(-9, 9, 8)], {"zeros": 8}, 8])
+    runaway = user_launch("spin_wait.cu", "spin", 4, [[0], {"zeros": 4}])  # never ends
+    return [suite_launch(n) for n in SUITE_LAUNCHES] + [fault, runaway]
+
+
+def trace(gm: GpuModel, batch: list[T.Launch], limit: int) -> tuple[list, list]:
+    """Every launch's outcome, and per launch and generated token: the token and a digest of
+    every bank's recurrent state once the model has read it back (values; -0 counts as 0)."""
+    steps: list[list[tuple[str, str]]] = [[] for _ in batch]
+
+    def record(b: int, i: int, token: str, session) -> None:
+        digest = hashlib.sha256()
+        for bank, (layer, head) in sorted(gm.banks.items()):
+            state = (session.head(layer, head, b).float() + 0.0).cpu().numpy()
+            digest.update(bank.encode() + state.tobytes())
+        steps[b].append((token, digest.hexdigest()))
+
+    outcomes = [(type(o).__name__, o.generated if isinstance(o, ModelRun) else o.message,
+                 o.memory if isinstance(o, ModelRun) else None)
+                for o in run_batch(gm, batch, token_limit=limit, on_token=record)]
+    return outcomes, steps
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_the_engine_is_the_stock_model_token_by_token(build_dir, dtype: str) -> None:
+    """Ten suite launches (several thread blocks, atomics on one word, shuffles, a barrier,
+    local memory), a fault and a runaway launch, side by side in one batch on each path."""
+    gm = GpuModel.load(build_dir, dtype=dtype)
+    batch, limit = launches(), TOKEN_LIMIT[dtype]
+    sparse = trace(gm, batch, limit)
+    stock = trace(gm.with_engine("stock"), batch, limit)
+    kinds = [o[0] for o in sparse[0]]
+    assert "ModelRun" in kinds and kinds[-2:] == ["LaunchError", "LaunchError"], kinds
+    assert "fault" in sparse[0][-2][1] and "did not end within" in sparse[0][-1][1]
+    for b in range(len(batch)):
+        assert sparse[0][b] == stock[0][b], f"launch {b}: outcome"
+        for i, (s, t) in enumerate(zip(sparse[1][b], stock[1][b], strict=True)):
+            assert s == t, f"launch {b}, generated token {i}: {s[0]} vs {t[0]}"
+
+
+def test_a_changed_weight_changes_the_engine(gpu) -> None:
+    """The engine reads the checkpoint's weights: take away the down projection of the rule
+    group that writes ``cur.m`` (the last EXEC's lanes) in the engine's own tensors, and
+    ``--check`` stops at that group's layer, naming the feature."""
+    sched = gpu_schedule(LayerShape.from_config(gpu.config))
+    layer, _ = sched.neurons["cur.m"]
+    down = gpu.sparse.layers[layer].down.matrix  # CSR
+    crow, values = down.crow_indices(), down.values()
+    rows = [v for d in sched.dims["cur.m"] for v in range(int(crow[d]), int(crow[d + 1]))]
+    kept = values[rows].clone()
+    try:
+        values[rows] = 0
+        with pytest.raises(Divergence) as err:
+            run_launch(gpu, suite_launch("copy"), check_layers=True)
+    finally:
+        values[rows] = kept
+    assert f"circuit layer {layer} left the reference semantics: cur.m[" in err.value.message
+    assert run_launch(gpu, suite_launch("copy")).generated[-1] == T.name("end")
+
+
+def test_the_engine_keeps_only_what_is_nonzero(gpu) -> None:
+    """Every bank's head is kept, most heads are not; the engine holds a small fraction of
+    the circuit layers' dense size."""
+    engine = gpu.sparse
+    kept = {(i, h) for i, layer in enumerate(engine.layers) for h in layer.heads}
+    assert set(gpu.banks.values()) <= kept
+    heads = gpu.config["linear_num_value_heads"] * gpu.circuit_layers
+    assert len(kept) < heads / 3
+    assert engine.resident_bytes() < 200e6
+
+
+def test_the_engine_computes_from_the_checkpoint_only() -> None:
+    """No evaluator, interpreter or circuit graph at run time: the engine's module imports
+    nothing of qgpu but the cache rule and the checkpoint's file list."""
+    tree = ast.parse(Path(engine_module.__file__).read_text())
+    imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+                and n.module and n.module.startswith("qgpu")}
+    assert imported <= {"qgpu.cache", "qgpu.model.merge", "qgpu.runtime.checkpoint"}, imported
+
+
+def test_a_failed_launch_says_why(gpu) -> None:
+    """A fault and a runaway launch end with their LaunchError on the engine too."""
+    fault, runaway = launches()[-2:]
+    with pytest.raises(LaunchError, match="fault"):
+        run_launch(gpu, fault)
+    with pytest.raises(LaunchError, match="did not end within 12 generated tokens"):
+        run_launch(gpu, runaway, token_limit=12)
