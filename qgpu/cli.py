@@ -85,9 +85,10 @@ def _build_parser() -> _Parser:
                        help="with --model: the torch device to run it on (cpu, cuda, ...)")
     suite.add_argument("--engine", default="sparse",
                        help="with --model: sparse (default) or stock transformers")
-    suite.add_argument("--tokens-only", action="store_true",
-                       help="with --model: check tokens and memory, not every circuit layer "
-                            "(the layer check's evaluator runs on the CPU, ~20 ms a token)")
+    suite.add_argument("--layer-sample", type=float, default=1.0, metavar="FRACTION",
+                       help="with --model: check every circuit layer at every token for this "
+                            "fraction of the kernels (an even sample; 0: tokens and memory only;"
+                            " the layer check's evaluator costs ~20 ms of CPU a token)")
     suite.add_argument("--batch", type=int, default=1, metavar="N",
                        help="with --model: run N launches side by side (one batch)")
     suite.add_argument("names", nargs="*", help="only these kernels")
@@ -196,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
             from qgpu.suite.runner import print_model_report
 
             return print_model_report(ns.names, ns.model, ns.dtype, batch=ns.batch,
-                                      device=ns.device, layers=not ns.tokens_only,
+                                      device=ns.device, layers=ns.layer_sample,
                                       engine=ns.engine)
         else:
             from qgpu.suite.runner import print_suite_report

@@ -87,8 +87,8 @@ class EngineLayer:
     channels of each kept head (all dk of them: the delta rule scales q by the head's width),
     the kept v channels, the same z channels, then the heads' b and a rows."""
 
-    input_scale: torch.Tensor  # (1 + w) of input_layernorm on the circuit dims, float32
-    post_scale: torch.Tensor
+    input_scale: torch.Tensor | None  # (1 + w) of input_layernorm on the circuit dims (None: 1)
+    post_scale: torch.Tensor | None
     heads: list[int]  # kept GDN heads, as the checkpoint numbers them
     channels: int  # value channels 0..channels-1 kept: up to the last one some v row writes
     proj: Projection  # [rows, K]
@@ -183,12 +183,17 @@ class Engine:
                     held(t[name + ".val"]), tuple(t[name + ".shape"].tolist()),
                     check_invariants=False))
 
+        def scale(name: str) -> torch.Tensor | None:
+            """(1 + w) of a norm as the model computes it; None where it is 1 everywhere."""
+            one_plus = 1.0 + held(t[name])
+            return None if bool((one_plus == 1).all()) else one_plus
+
         layers = []
         for i in range(int(meta["circuit_layers"][1])):
             p = f"{i}."
             layers.append(EngineLayer(
-                input_scale=1.0 + held(t[p + "input_norm"]),
-                post_scale=1.0 + held(t[p + "post_norm"]), heads=t[p + "heads"].tolist(),
+                input_scale=scale(p + "input_norm"), post_scale=scale(p + "post_norm"),
+                heads=t[p + "heads"].tolist(),
                 channels=int(t[p + "channels"]), proj=csr(p + "proj"), conv=held(t[p + "conv"]),
                 A_log=t[p + "A_log"].to(device=device, dtype=dtype),
                 dt_bias=t[p + "dt_bias"].to(device=device, dtype=dtype), g=None,
@@ -203,7 +208,7 @@ class Engine:
                     torch.zeros(nh, device=device) + layer.dt_bias)
                 layer.unit_decay = bool((layer.g.exp() == 1).all())
         embed = (t["embed.base"].to(device), t["embed.cols"].to(device), t["embed.vals"].to(device))
-        select = (t["select.dims"].to(device), 1.0 + held(t["select.norm"]),
+        select = (t["select.dims"].to(device), scale("select.norm"),
                   held(t["select.rows"]))
         return cls(layers, embed, select, width=int(meta["circuit_dims"][1]),
                    first_id=min(meta["token_ids"].values()), eps=shape["eps"], dtype=dtype,
@@ -255,12 +260,13 @@ class Engine:
         rows.scatter_add_(1, self.embed_cols[idx], self.embed_vals[idx])
         return rows.T.to(self.dtype)
 
-    def _norm(self, h: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    def _norm(self, h: torch.Tensor, scale: torch.Tensor | None) -> torch.Tensor:
         """Qwen3_5RMSNorm over the merged width: the base dims are zeros and add nothing to the
-        sum of squares, and the anchors make it exact in any order (so mean = sum / width)."""
+        sum of squares, and the anchors make it exact in any order (so mean = sum / width).
+        A scale of None is (1 + w) = 1 on every circuit dim: multiplying by it is skipped."""
         xf = h.float()
-        var = xf.pow(2).sum(0, keepdim=True) / self.width
-        return (xf * torch.rsqrt(var + self.eps) * scale[:, None]).to(self.dtype)
+        x = xf * torch.rsqrt(xf.pow(2).sum(0, keepdim=True) / self.width + self.eps)
+        return (x if scale is None else x * scale[:, None]).to(self.dtype)
 
     def _gdn(self, i: int, layer: EngineLayer, h: torch.Tensor, state: EngineState, B: int,
              T: int, prefill: bool) -> torch.Tensor:
@@ -292,21 +298,23 @@ class Engine:
     def _delta_step(self, i: int, layer: EngineLayer, mixed: torch.Tensor, g: torch.Tensor,
                     beta: torch.Tensor, state: EngineState, B: int) -> torch.Tensor:
         """One token of transformers' torch_recurrent_gated_delta_rule (l2-normalised q and k,
-        q / sqrt(dk), decay, delta rule, read after write), op for op on the kept heads and
-        channels, q and k normalised together. Returns the heads' outputs [B * heads, kept]."""
+        q / sqrt(dk), decay, delta rule, read after write) on the kept heads and channels, q and
+        k normalised together. Returns the heads' outputs [B * heads, kept]. The state's
+        products with q and k are matrix products here: a key or query of the circuit has one
+        nonzero entry (a row address), so each sum holds one nonzero term and is exact in any
+        order, as the stock path's elementwise products summed are."""
         nh, nc, dk = len(layer.heads), layer.channels, self.dk
-        qk = mixed[:2 * nh * dk].T.reshape(B, 2, nh, dk).float()
+        qk = mixed[:2 * nh * dk].T.reshape(B, 2, nh, 1, dk).float()
         qk = qk * torch.rsqrt((qk * qk).sum(dim=-1, keepdim=True) + 1e-6)
-        q, k = qk[:, 0] / (dk ** 0.5), qk[:, 1]
-        v = mixed[2 * nh * dk:].T.reshape(B, nh, nc).float()
+        q, k = qk[:, 0] / (dk ** 0.5), qk[:, 1]  # [B, heads, 1, dk]
+        v = mixed[2 * nh * dk:].T.reshape(B, nh, 1, nc).float()
         S = state.recurrent[i]
         if not layer.unit_decay:
             S = S * g.exp()[..., None, None]  # (a decay of exactly 1 leaves S as it is)
-        kv_mem = (S * k[..., None]).sum(dim=-2)
-        delta = (v - kv_mem) * beta.float()[..., None]
-        S = S + k[..., None] * delta[..., None, :]
+        delta = (v - k @ S) * beta.float()[..., None, None]
+        S = torch.baddbmm(S.flatten(0, 1), k.flatten(0, 1).mT, delta.flatten(0, 1)).view_as(S)
         state.recurrent[i] = S
-        return (S * q[..., None]).sum(dim=-2).to(self.dtype).reshape(B * nh, nc)
+        return (q @ S).to(self.dtype).reshape(B * nh, nc)
 
     def _conv(self, i: int, layer: EngineLayer, x: torch.Tensor, state: EngineState,
               prefill: bool) -> torch.Tensor:
@@ -331,8 +339,7 @@ class Engine:
         """Bytes the engine holds (weights and embedding; not the per-launch state)."""
         tensors = [self.embed_base, self.embed_cols, self.embed_vals, self.select_rows]
         for layer in self.layers:
-            tensors += [layer.input_scale, layer.post_scale, layer.conv, layer.A_log,
-                        layer.dt_bias, layer.norm_weight]
+            tensors += [layer.conv, layer.A_log, layer.dt_bias, layer.norm_weight]
             for proj in (layer.proj, layer.out, layer.gate_up, layer.down):
                 tensors += proj.tensors()
         return sum(t.numel() * t.element_size() for t in tensors)

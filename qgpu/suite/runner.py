@@ -109,24 +109,31 @@ def print_suite_report(names: list[str], seeds: int) -> int:
 
 
 def print_model_report(names: list[str], build: str, dtype: str | None = None,
-                       gpu=None, batch: int = 1, device: str = "cpu", layers: bool = True,
+                       gpu=None, batch: int = 1, device: str = "cpu", layers: float = 1.0,
                        engine: str = "sparse") -> int:
     """Run kernels (seed 0) on a merged model (`build`: a build directory, loaded in `dtype`;
-    or `gpu`, an already loaded runtime.GpuModel) with ``--check`` (every generated token and
-    every circuit layer), `batch` launches side by side (kernels of similar length together);
-    one line per kernel (prompt and generated tokens, exact or the first divergence, seconds of
-    its batch); exit status 1 unless every launch is exact and its results equal the intent
+    or `gpu`, an already loaded runtime.GpuModel) with ``--check``: every generated token and
+    global word, and every circuit layer at every token for a `layers` fraction of the kernels
+    (every kernel at 1, none at 0, else an even sample in name order); `batch` launches side by
+    side (kernels of similar length together); one line per kernel (prompt and generated
+    tokens, whether its layers were checked, exact or the first divergence, seconds of its
+    batch); exit status 1 unless every launch is exact and its results equal the intent
     model."""
     from qgpu.runtime import GpuModel, run_checked_batch
 
     if batch < 1:
         raise UsageError(f"--batch must be at least 1, not {batch}")
+    if not 0 <= layers <= 1:
+        raise UsageError(f"--layer-sample must be between 0 and 1, not {layers}")
     kernels = [by_name(n) for n in names] if names else list(SUITE)
+    every = round(1 / layers) if layers else 0
+    sampled = {k.name for i, k in enumerate(sorted(kernels, key=lambda k: k.name))
+               if every and i % every == 0}
     t0 = time.perf_counter()
     gpu = gpu or GpuModel.load(build, dtype, device, engine)
     print(f"loaded {gpu.path} ({gpu.dtype}, {gpu.engine} engine) in "
           f"{time.perf_counter() - t0:.0f} s")
-    print(f"{'kernel':24} {'prompt':>6} {'generated':>9} {'s':>6}  result")
+    print(f"{'kernel':24} {'prompt':>6} {'generated':>9} {'layers':>6} {'s':>6}  result")
     runs = []
     for k in kernels:
         kernel = suite_module(k).kernel(k.name)
@@ -136,14 +143,17 @@ def print_model_report(names: list[str], build: str, dtype: str | None = None,
                                        k.dynamic_shared)
         runs.append((k, args, place, launch, check_kernel(k, 0).stats.get("generated_tokens", 0)))
     runs.sort(key=lambda r: r[4])
-    failures = 0
-    for i in range(0, len(runs), batch):
-        group = runs[i:i + batch]
+    groups = [(checked, subset[i:i + batch])
+              for checked in (True, False)
+              for subset in [[r for r in runs if (r[0].name in sampled) == checked]]
+              for i in range(0, len(subset), batch)]
+    failures, total = 0, 0
+    for checked, group in groups:
         t = time.perf_counter()
         try:
             outs = run_checked_batch(gpu, [r[3] for r in group],
                                      dynamic_shared=[r[0].dynamic_shared for r in group],
-                                     layers=layers)
+                                     layers=checked)
         except QgpuError as e:
             outs = [e] * len(group)
         for (k, args, place, launch, _), run in zip(group, outs, strict=True):
@@ -157,8 +167,11 @@ def print_model_report(names: list[str], build: str, dtype: str | None = None,
             else:
                 result, generated = run.divergence, len(run.generated)
             failures += result != "exact"
+            total += max(generated, 0)
             print(f"{k.name:24} {len(tokens.prompt_tokens(launch)):>6} {generated:>9} "
-                  f"{time.perf_counter() - t:>6.0f}  {result}", flush=True)
-    print(f"{len(kernels) - failures}/{len(kernels)} kernels exact on the model "
+                  f"{'yes' if checked else 'no':>6} {time.perf_counter() - t:>6.0f}  {result}",
+                  flush=True)
+    print(f"{len(kernels) - failures}/{len(kernels)} kernels exact on the model, {total} "
+          f"generated tokens, layers checked for {len(sampled)} "
           f"({time.perf_counter() - t0:.0f} s)")
     return 1 if failures else 0
