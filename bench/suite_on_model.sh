@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# The GPU issue's acceptance run: every suite kernel on the merged model (tiny base, the GPU
-# circuit for the Qwen3.5-2B layer shapes) with --check — every generated token, every circuit
-# layer at every token, every global word — in float32 and in bfloat16, BATCH launches side by
-# side. On a CUDA device: DEVICE=cuda (default). On this repository's 2-core CPU machine a
-# decode step of 8 launches takes ~2.8 s (79k generated tokens in all: many hours).
-# On the lent H200 (its image has torch and transformers; carry a diskcache wheel in .whl/,
-# see ../.library/device/README.md):
-#     run(command="python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl
-#                  && PYTHONPATH=/tmp/site:. bash bench/suite_on_model.sh", carry=[".whl"])
+# The whole kernel suite on the merged model (tiny base, the GPU circuit for the Qwen3.5-2B
+# layer shapes), checked: every generated token, every circuit layer at every token, every
+# global word — in float32 and in bfloat16, BATCH launches side by side. Meant for a CUDA
+# device (DEVICE=cuda, the default); on a 2-core CPU a stock-path decode step of 8 launches
+# took ~2.8 s (79k generated tokens in all: many hours).
+# Needs torch, transformers and diskcache (requirements.txt). On a machine without network,
+# install wheels brought along in .whl/ first:
+#     python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl
+#     PYTHONPATH=/tmp/site:. bash bench/suite_on_model.sh
+# Settings (environment): DEVICE, BATCH, OUT (the build directory), PYTHON, LAYERS (below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DEVICE=${DEVICE:-cuda}
@@ -16,7 +17,7 @@ OUT=${OUT:-build/gpu}
 PY=${PYTHON:-python3}
 [ -f "$OUT/merged/qgpu_circuit.json" ] || "$PY" -m qgpu build --base tiny --out "$OUT" --dtype float32
 # LAYERS=0: tokens and memory only (the layer check's evaluator costs ~20 ms of CPU a token:
-# ~26 min per dtype for the whole suite, more than a device session's 15 minutes)
+# ~26 min per dtype for the whole suite)
 FLAGS=()
 [ "${LAYERS:-1}" = 0 ] && FLAGS+=(--tokens-only)
 "$PY" -m qgpu suite --model "$OUT" --device "$DEVICE" --batch "$BATCH" "${FLAGS[@]}"

@@ -1,4 +1,4 @@
-"""The machine's fixed sizes, shared by the toolchain, the interpreters and (later) the circuit.
+"""The machine's fixed sizes, shared by the toolchain, the interpreters and the GPU circuit.
 
 Every number here is a resource a kernel or launch can exceed; exceeding one is a ResourceError
 that names the number. docs/ISA.md explains each choice.
