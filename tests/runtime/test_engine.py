@@ -13,26 +13,34 @@ import pytest
 from qgpu import protocol as T
 from qgpu.circuits.gpu.compiled import gpu_schedule
 from qgpu.compiler.schedule import LayerShape
-from qgpu.driver import compile_file, place_arguments
+from qgpu.driver import compile_file, compile_source, place_arguments
 from qgpu.errors import LaunchError
-from qgpu.runtime import Divergence, GpuModel, ModelRun, run_batch, run_launch
+from qgpu.runtime import Divergence, GpuModel, ModelRun, run_batch, run_checked, run_launch
 from qgpu.runtime import engine as engine_module
 from qgpu.suite.runner import by_name, make_args, suite_module
 
 USER_KERNELS = Path(__file__).parent.parent / "user_kernels"
 
-SUITE_LAUNCHES = (
-    "copy",  # three thread blocks, divergence at the bounds check, indexed loads and stores
-    "atomic_inc_dec",  # four lanes' atomics on one word, chained in lane order
-    "atomic_exch_flag",
-    "shfl_broadcast",  # warp shuffles
+SUITE_LAUNCHES = (  # short prompts: the stock path's batch is padded to the longest
+    "atomic_inc_dec",  # two thread blocks; four lanes' atomics on one word, in lane order
+    "shfl_broadcast",  # warp shuffles across four warps
     "shfl_width2",
     "reverse_dyn",  # dynamic shared memory and a barrier across warps
-    "matmul4_regs",  # register spills to local memory
-    "relu",
+    "index_2d",  # a 2 x 2 grid of 3 x 2 blocks
+    "factorial",  # a loop
     "fill",
-    "vec_abs",
+    "relu",
+    "sign",
+    "vec_abs",  # three thread blocks of 10 threads
 )
+SPILL = """
+extern "C" __global__ void spill16(const int *x, int *y) {
+    int t = threadIdx.x;
+""" + "".join(f"    int v{i} = x[{i}] + t;\n" for i in range(16)) + """
+    y[t] = """ + " + ".join(f"v{i} * v{15 - i}" for i in range(8)) + """;
+}
+"""
+"""16 values live at once: more than the machine's 15 registers, so some live in local memory."""
 TOKEN_LIMIT = {"float32": 72, "bfloat16": 24}
 """Generated tokens compared per launch (the stock path costs ~1 s a token here; a launch
 that runs longer stops at the limit on both paths, with the same error)."""
@@ -51,12 +59,18 @@ def user_launch(file: str, name: str, block: int, args: list) -> T.Launch:
     return T.Launch.checked(kernel.program, (1, 1), (block, 1), place, 0)
 
 
-def launches() -> list[T.Launch]:
+def launches() -> list[list[T.Launch]]:
+    """Two batches: the short prompts with a fault and a runaway launch; the register spill
+    (its 27 ROM blocks make a 643-token prompt) on its own."""
     rng = np.random.default_rng(0)
     fault = user_launch("oob_read.cu", "shift_left", 8,  # reads past its array: a fault
                         [[int(v) for v in rng.integers(-9, 9, 8)], {"zeros": 8}, 8])
     runaway = user_launch("spin_wait.cu", "spin", 4, [[0], {"zeros": 4}])  # never ends
-    return [suite_launch(n) for n in SUITE_LAUNCHES] + [fault, runaway]
+    spill = compile_source(SPILL).kernel("spill16")
+    assert spill.program.local_words > 0
+    place = place_arguments(spill.ptx.params, [list(range(1, 17)), {"zeros": 4}])
+    spilled = T.Launch.checked(spill.program, (1, 1), (4, 1), place, 0)
+    return [[suite_launch(n) for n in SUITE_LAUNCHES] + [fault, runaway], [spilled]]
 
 
 def trace(gm: GpuModel, batch: list[T.Launch], limit: int) -> tuple[list, list]:
@@ -79,19 +93,24 @@ def trace(gm: GpuModel, batch: list[T.Launch], limit: int) -> tuple[list, list]:
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_the_engine_is_the_stock_model_token_by_token(build_dir, dtype: str) -> None:
-    """Ten suite launches (several thread blocks, atomics on one word, shuffles, a barrier,
-    local memory), a fault and a runaway launch, side by side in one batch on each path."""
+    """Ten suite launches (several thread blocks, a 2-D grid, atomics on one word, shuffles, a
+    barrier, loops), a fault and a runaway launch side by side in one batch, and a launch whose
+    registers spill to local memory, on each path."""
     gm = GpuModel.load(build_dir, dtype=dtype)
-    batch, limit = launches(), TOKEN_LIMIT[dtype]
-    sparse = trace(gm, batch, limit)
-    stock = trace(gm.with_engine("stock"), batch, limit)
-    kinds = [o[0] for o in sparse[0]]
-    assert "ModelRun" in kinds and kinds[-2:] == ["LaunchError", "LaunchError"], kinds
-    assert "fault" in sparse[0][-2][1] and "did not end within" in sparse[0][-1][1]
-    for b in range(len(batch)):
-        assert sparse[0][b] == stock[0][b], f"launch {b}: outcome"
-        for i, (s, t) in enumerate(zip(sparse[1][b], stock[1][b], strict=True)):
-            assert s == t, f"launch {b}, generated token {i}: {s[0]} vs {t[0]}"
+    limit = TOKEN_LIMIT[dtype]
+    for batch in launches():
+        sparse = trace(gm, batch, limit)
+        stock = trace(gm.with_engine("stock"), batch, limit)
+        for b in range(len(batch)):
+            assert sparse[0][b] == stock[0][b], f"launch {b}: outcome"
+            for i, (s, t) in enumerate(zip(sparse[1][b], stock[1][b], strict=True)):
+                assert s == t, f"launch {b}, generated token {i}: {s[0]} vs {t[0]}"
+        if len(batch) > 1:
+            kinds = [o[0] for o in sparse[0]]
+            assert "ModelRun" in kinds and kinds[-2:] == ["LaunchError", "LaunchError"], kinds
+            assert "fault" in sparse[0][-2][1] and "did not end within" in sparse[0][-1][1]
+        else:  # the spill's local-memory frames came in the part compared
+            assert any("mem:l" in tok for tok, _ in sparse[1][0]), sparse[1][0]
 
 
 def test_a_changed_weight_changes_the_engine(gpu) -> None:
@@ -112,6 +131,14 @@ def test_a_changed_weight_changes_the_engine(gpu) -> None:
         values[rows] = kept
     assert f"circuit layer {layer} left the reference semantics: cur.m[" in err.value.message
     assert run_launch(gpu, suite_launch("copy")).generated[-1] == T.name("end")
+
+
+def test_a_launch_that_spills_is_exact_on_the_engine(gpu) -> None:
+    """The register spill's whole launch, checked token by token and word by word."""
+    launch = launches()[1][0]
+    run = run_checked(gpu, launch)
+    assert run.exact, run.divergence
+    assert any("mem:l" in tok for tok in run.generated)
 
 
 def test_the_engine_keeps_only_what_is_nonzero(gpu) -> None:
@@ -136,7 +163,7 @@ def test_the_engine_computes_from_the_checkpoint_only() -> None:
 
 def test_a_failed_launch_says_why(gpu) -> None:
     """A fault and a runaway launch end with their LaunchError on the engine too."""
-    fault, runaway = launches()[-2:]
+    fault, runaway = launches()[0][-2:]
     with pytest.raises(LaunchError, match="fault"):
         run_launch(gpu, fault)
     with pytest.raises(LaunchError, match="did not end within 12 generated tokens"):
