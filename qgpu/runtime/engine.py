@@ -49,6 +49,10 @@ if TYPE_CHECKING:
 FORMAT = 3
 """Bump when the cached sparse form changes."""
 
+CHUNK_RULE = getattr(torch_chunk_gated_delta_rule, "__wrapped__", torch_chunk_gated_delta_rule)
+"""transformers' PyTorch chunked delta rule itself (the exported name may dispatch to a kernels
+package and warns that it falls back): what the stock path runs for a prompt here."""
+
 @dataclass
 class Projection:
     """A weight matrix as the engine holds it: CSR, or — when the circuit dims it reads are
@@ -280,7 +284,7 @@ class Engine:
             -layer.A_log.float().exp() * F.softplus(a.T.reshape(B, T, nh).float() + layer.dt_bias)
         if prefill:  # transformers' chunked rule, as the stock path's first pass runs it
             q, k, v = (m.T.reshape(B, T, nh, -1) for m in mixed.split([nh * dk, nh * dk, nh * nc]))
-            core, state.recurrent[i] = torch_chunk_gated_delta_rule(
+            core, state.recurrent[i] = CHUNK_RULE(
                 q, k, v, g=g, beta=beta, initial_state=None, output_final_state=True,
                 use_qk_l2norm_in_kernel=True)
             core = core.reshape(B * T * nh, nc)
@@ -397,7 +401,9 @@ def _cache_path(merged: Path) -> Path:
 
 
 def _csr_parts(name: str, dense: torch.Tensor) -> dict[str, torch.Tensor]:
-    w = dense.to_sparse_csr()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "sparse CSR support is in beta"
+        w = dense.to_sparse_csr()
     return {f"{name}.crow": w.crow_indices().int(), f"{name}.col": w.col_indices().int(),
             f"{name}.val": w.values(), f"{name}.shape": torch.tensor(list(w.shape))}
 
