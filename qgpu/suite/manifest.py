@@ -15,6 +15,7 @@ division by zero, no shift by 32 or more).
 
 from __future__ import annotations
 
+import itertools
 import math
 import pathlib
 from collections.abc import Callable, Sequence
@@ -880,11 +881,138 @@ def _want_lcg(args: list[Arg]) -> list[Arg]:
 
 
 # ---------------------------------------------------------------------------------------------
+# the calculator's checked kernels (qgpu/chat: every step of `python -m qgpu calc`): results
+# wrap as the machine's words do, and the flag words say where a result left int32 (flag[0])
+# or divided by zero (flag[1]); inputs mix full-range words (overflow), small values and edges
+
+
+def _calc_words(rng: np.random.Generator, n: int) -> list[int]:
+    """Operands for checked arithmetic: half full-range words and edges, half small values."""
+    return [w if _int(rng, 0, 1) else _int(rng, -300, 300) for w in _words(rng, n)]
+
+
+def _args_calc_binary(divisors: bool) -> Callable[[np.random.Generator], list[Arg]]:
+    """``k(a, b, c, flag, n, ma, mb)``: either operand may be a scalar (mask 0, one word);
+    divisors (for // and %) include 0 and -1."""
+
+    def make(rng: np.random.Generator) -> list[Arg]:
+        n = _int(rng, 1, 32)
+        shape = _int(rng, 0, 2)  # 0: both vectors, 1: scalar a, 2: scalar b
+        a = _calc_words(rng, 1 if shape == 1 else n)
+        b = _calc_words(rng, 1 if shape == 2 else n)
+        if divisors:
+            b = [(0, -1, 1, 7)[_int(rng, 0, 3)] if _int(rng, 0, 3) == 0 else v for v in b]
+        return [a, b, {"zeros": n}, {"zeros": 2 if divisors else 1}, n,
+                0 if shape == 1 else -1, 0 if shape == 2 else -1]
+
+    return make
+
+
+def _floordiv(x: int, y: int) -> tuple[int | None, int]:
+    """Python's x // y as the kernel leaves it: (word or None if unwritten, flag index or -1)."""
+    if y == 0:
+        return None, 1
+    return _s32(x // y), 0 if x // y > INT_MAX else -1
+
+
+def _want_calc_binary(op: Callable[[int, int], tuple[int | None, int]], flags: int) \
+        -> Callable[[list[Arg]], list[Arg]]:
+    def want(args: list[Arg]) -> list[Arg]:
+        a, b, n, ma, mb = _a(args, 0), _a(args, 1), _n(args, 4), _n(args, 5), _n(args, 6)
+        out, flag = [0] * n, [0] * flags
+        for i in range(n):
+            value, bad = op(a[i & ma], b[i & mb])
+            if value is not None:
+                out[i] = value
+            if bad >= 0:
+                flag[bad] = 1
+        return _final(args, {2: out, 3: flag})
+
+    return want
+
+
+def _checked(v: int) -> tuple[int, int]:
+    """A result as the word the kernel writes, and flag 0 where it leaves int32."""
+    return _s32(v), -1 if INT_MIN <= v <= INT_MAX else 0
+
+
+def _args_calc_unary(max_n: int, out: int | None = None) \
+        -> Callable[[np.random.Generator], list[Arg]]:
+    """``k(x, y, flag, n)``: y has n words (elementwise, scans) or `out` (reductions)."""
+
+    def make(rng: np.random.Generator) -> list[Arg]:
+        n = _int(rng, 1, max_n)
+        return [_calc_words(rng, n), {"zeros": out or n}, {"zeros": 1}, n]
+
+    return make
+
+
+def _want_calc_abs(args: list[Arg]) -> list[Arg]:
+    words = [_checked(abs(v)) for v in _a(args, 0)]
+    return _final(args, {1: [w for w, _ in words], 2: [int(any(b == 0 for _, b in words))]})
+
+
+def _want_calc_sum(args: list[Arg]) -> list[Arg]:
+    word, bad = _checked(sum(_a(args, 0)))
+    return _final(args, {1: [word], 2: [int(bad == 0)]})
+
+
+def _want_calc_cumsum(args: list[Arg]) -> list[Arg]:
+    prefixes = list(itertools.accumulate(_a(args, 0)))
+    return _final(args, {1: [_s32(p) for p in prefixes],
+                         2: [int(any(not INT_MIN <= p <= INT_MAX for p in prefixes))]})
+
+
+def _args_calc_dot(rng: np.random.Generator) -> list[Arg]:
+    n = _int(rng, 1, 55)
+    big = _int(rng, 0, 1)  # full-range words overflow; small ones mostly do not
+    gen = _calc_words if big else _r(-50000, 50000)
+    return [gen(rng, n), gen(rng, n), {"zeros": 1}, {"zeros": 1}, n]
+
+
+def _dot_far(terms: list[int]) -> bool:
+    """Whether a partial sum of the terms, added in order, leaves [-2^62, 2^62) (the checked
+    kernels' guard against a 64-bit sum that could wrap)."""
+    return any(not -(1 << 62) <= p < 1 << 62 for p in itertools.accumulate(terms))
+
+
+def _want_calc_dot(args: list[Arg]) -> list[Arg]:
+    a, b = _a(args, 0), _a(args, 1)
+    products = [x * y for x, y in zip(a, b, strict=True)]
+    lanes = [sum(products[lane::4]) for lane in range(4)]  # four lanes, then xor shuffles
+    far = any(_dot_far(products[lane::4]) for lane in range(4)) or \
+        _dot_far(lanes[:2]) or _dot_far(lanes[2:]) or _dot_far([sum(lanes[:2]), sum(lanes[2:])])
+    word, bad = _checked(sum(products))
+    return _final(args, {2: [word], 3: [int(bad == 0 or far)]})
+
+
+def _args_calc_matmul(rng: np.random.Generator) -> list[Arg]:
+    m, k, n = _int(rng, 1, 6), _int(rng, 1, 6), _int(rng, 1, 6)
+    gen = _calc_words if _int(rng, 0, 3) == 0 else _r(-1000, 1000)
+    return [gen(rng, m * k), gen(rng, k * n), {"zeros": m * n}, {"zeros": 1}, m, k, n]
+
+
+def _want_calc_matmul(args: list[Arg]) -> list[Arg]:
+    m, k, n = _n(args, 4), _n(args, 5), _n(args, 6)
+    a, b = _a(args, 0), _a(args, 1)
+    out, bad = [], False
+    for r in range(m):
+        for c in range(n):
+            products = [a[r * k + j] * b[j * n + c] for j in range(k)]
+            word, flag = _checked(sum(products))
+            out.append(word)
+            bad = bad or flag == 0 or _dot_far(products)
+    return _final(args, {2: out, 3: [int(bad)]})
+
+
+
+# ---------------------------------------------------------------------------------------------
 # the suite
 
 _L = ("library",)
 _T = ("teaching",)
 _RED = ("reduction", "shared", "loop")
+_CALC = ("library", "calc", "overflow")
 
 # fmt: off
 SUITE: tuple[SuiteKernel, ...] = (
@@ -1087,6 +1215,33 @@ SUITE: tuple[SuiteKernel, ...] = (
     _elementwise("murmur_mix", _fmix32, (_words,), tags=(*_T, "hash", "bits", "unsigned")),
     SuiteKernel("lcg_steps", (2, 1), (16, 1), _args_lcg, _want_lcg,
                 tags=(*_T, "hash", "loop", "unsigned")),
+    # ---- library: the calculator's checked arithmetic (qgpu/chat), overflow flagged
+    SuiteKernel("calc_add", (2, 1), (16, 1), _args_calc_binary(False),
+                _want_calc_binary(lambda x, y: _checked(x + y), 1), tags=_CALC,
+                library="checked_add"),
+    SuiteKernel("calc_sub", (2, 1), (16, 1), _args_calc_binary(False),
+                _want_calc_binary(lambda x, y: _checked(x - y), 1), tags=_CALC,
+                library="checked_sub"),
+    SuiteKernel("calc_mul", (2, 1), (16, 1), _args_calc_binary(False),
+                _want_calc_binary(lambda x, y: _checked(x * y), 1), tags=(*_CALC, "mulhi"),
+                library="checked_mul"),
+    SuiteKernel("calc_floordiv", (2, 1), (16, 1), _args_calc_binary(True),
+                _want_calc_binary(_floordiv, 2), tags=(*_CALC, "division"),
+                library="floordiv"),
+    SuiteKernel("calc_mod", (2, 1), (16, 1), _args_calc_binary(True),
+                _want_calc_binary(lambda x, y: (x % y, -1) if y else (None, 1), 2),
+                tags=(*_CALC, "division"), library="mod"),
+    SuiteKernel("calc_abs", (2, 1), (16, 1), _args_calc_unary(32), _want_calc_abs,
+                tags=_CALC, library="checked_abs"),
+    SuiteKernel("calc_sum", (1, 1), (4, 1), _args_calc_unary(100, 1), _want_calc_sum,
+                tags=(*_CALC, "reduction", "shuffle", "loop"), library="checked_sum"),
+    SuiteKernel("calc_cumsum", (1, 1), (1, 1), _args_calc_unary(59), _want_calc_cumsum,
+                tags=(*_CALC, "scan", "loop"), library="checked_cumsum"),
+    SuiteKernel("calc_dot", (1, 1), (4, 1), _args_calc_dot, _want_calc_dot,
+                tags=(*_CALC, "reduction", "shuffle", "mulhi", "loop"), library="checked_dot"),
+    SuiteKernel("calc_matmul", (2, 2), (4, 4), _args_calc_matmul, _want_calc_matmul,
+                tags=(*_CALC, "matrix", "2d", "grid", "mulhi", "loop"),
+                library="checked_matmul"),
 )
 # fmt: on
 
