@@ -3,7 +3,7 @@
 # layer shapes), checked: every generated token, every circuit layer at every token, every
 # global word — in float32 and in bfloat16, BATCH launches side by side. Meant for a CUDA
 # device (DEVICE=cuda, the default); on a 2-core CPU a stock-path decode step of 8 launches
-# took ~2.8 s (79k generated tokens in all: many hours).
+# took ~2.8 s (~91k generated tokens in all: many hours).
 # Needs torch, transformers and diskcache (requirements.txt). On a machine without network,
 # install wheels brought along in .whl/ first:
 #     python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl
