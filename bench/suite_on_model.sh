@@ -16,10 +16,9 @@ BATCH=${BATCH:-32}
 OUT=${OUT:-build/gpu}
 PY=${PYTHON:-python3}
 [ -f "$OUT/merged/qgpu_circuit.json" ] || "$PY" -m qgpu build --base tiny --out "$OUT" --dtype float32
-# LAYERS=0: tokens and memory only (the layer check's evaluator costs ~20 ms of CPU a token:
-# ~26 min per dtype for the whole suite)
-FLAGS=()
-[ "${LAYERS:-1}" = 0 ] && FLAGS+=(--tokens-only)
+# LAYERS: the fraction of kernels whose every circuit layer is checked at every token (the
+# layer check's evaluator costs ~20 ms of CPU a token; 0: tokens and memory only)
+FLAGS=(--layer-sample "${LAYERS:-1}")
 "$PY" -m qgpu suite --model "$OUT" --device "$DEVICE" --batch "$BATCH" "${FLAGS[@]}"
 "$PY" -m qgpu suite --model "$OUT" --device "$DEVICE" --batch "$BATCH" --dtype bfloat16 \
     "${FLAGS[@]}"

@@ -19,7 +19,7 @@ SHARED_WORDS = 64  # per thread block, byte addresses 0..255, undefined when a b
 LOCAL_WORDS = 16  # per thread, register spill slots owned by the lowering
 PARAM_WORDS = 16  # kernel parameters, one 32-bit word each (pointers are byte addresses)
 
-ROM_BLOCKS = 128  # program ROM: machine blocks (one 128-row GDN head later)
+ROM_BLOCKS = 128  # program ROM: machine blocks (a 128-row GDN head holds them)
 BLOCK_SLOTS = 4  # instructions per machine block (plus its terminator)
 
 DEFAULT_STEP_LIMIT = 20_000  # block executions per launch before a runaway launch is stopped

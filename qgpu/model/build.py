@@ -1,6 +1,6 @@
 """The cached build pipeline: fetch a base checkpoint, compile a circuit, merge them.
 
-Each stage is memoised in a diskcache (under `$QGPU_CACHE_DIR`, else `build/cache`). A stage's
+Each stage is memoised in a diskcache (under qgpu.cache.default_cache_dir()). A stage's
 key holds everything its output depends on: the pipeline version, a hash of the qgpu sources it
 runs, the library versions, the base's identity (file hashes of a local directory, repo and
 commit for the Hub), the circuit name and dtype. Artifacts are directories of files written to a

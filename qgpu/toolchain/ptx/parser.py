@@ -1,7 +1,7 @@
 """Parser for the integer subset of PTX emitted by NVRTC 13.5, nvcc 13.0 and clang.
 
 Strict by design: anything outside the subset that the machine implements (see
-``/work/shared/notes/ptx.md``) raises ``UnsupportedError`` naming the construct and its line,
+docs/ISA.md §7, the PTX the lowering accepts) raises ``UnsupportedError`` naming the construct and its line,
 with a hint at the CUDA-level fix when there is one. Malformed text is reported the same way.
 Harmless directives are skipped: ``.loc``, ``.file``, ``.section`` (debug info), ``.pragma``,
 and the launch-bound hints ``.maxntid``/``.reqntid``/``.minnctapersm``/``.maxnreg``.
