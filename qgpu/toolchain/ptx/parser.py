@@ -1,8 +1,8 @@
 """Parser for the integer subset of PTX emitted by NVRTC 13.5, nvcc 13.0 and clang.
 
-Strict by design: anything outside the subset that the machine implements (see
-docs/ISA.md §7, the PTX the lowering accepts) raises ``UnsupportedError`` naming the construct and its line,
-with a hint at the CUDA-level fix when there is one. Malformed text is reported the same way.
+Strict by design: anything outside the subset that the machine implements (docs/ISA.md §7)
+raises ``UnsupportedError`` naming the construct and its line, with a hint at the CUDA-level
+fix when there is one. Malformed text is reported the same way.
 Harmless directives are skipped: ``.loc``, ``.file``, ``.section`` (debug info), ``.pragma``,
 and the launch-bound hints ``.maxntid``/``.reqntid``/``.minnctapersm``/``.maxnreg``.
 """
