@@ -1242,6 +1242,14 @@ SUITE: tuple[SuiteKernel, ...] = (
     SuiteKernel("calc_matmul", (2, 2), (4, 4), _args_calc_matmul, _want_calc_matmul,
                 tags=(*_CALC, "matrix", "2d", "grid", "mulhi", "loop"),
                 library="checked_matmul"),
+    _reduction("calc_min", min, INT_MIN, INT_MAX, block=(4, 1),
+               tags=(*_L, "calc", "reduction", "shuffle", "loop"), library="warp_min"),
+    _reduction("calc_max", max, INT_MIN, INT_MAX, block=(4, 1),
+               tags=(*_L, "calc", "reduction", "shuffle", "loop"), library="warp_max"),
+    _reduction("calc_argmin", _argmin, -20, 20, block=(4, 1),
+               tags=(*_L, "calc", "reduction", "shuffle", "loop"), library="warp_argmin"),
+    _reduction("calc_argmax", _argmax, -20, 20, block=(4, 1),
+               tags=(*_L, "calc", "reduction", "shuffle", "loop"), library="warp_argmax"),
 )
 # fmt: on
 
