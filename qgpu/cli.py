@@ -106,6 +106,10 @@ def _build_parser() -> _Parser:
     build.add_argument("--cache-dir", help="stage cache (default $QGPU_CACHE_DIR, else "
                                            "~/.cache/qgpu)")
     build.add_argument("--json", action="store_true", help="print one JSON object")
+    from qgpu.chat.commands import add_calc_parser, add_eval_parser
+
+    add_calc_parser(sub)
+    add_eval_parser(sub)
     return parser
 
 
@@ -187,6 +191,10 @@ def main(argv: list[str] | None = None) -> int:
                 print(json.dumps(out))
             else:
                 print(f"base:   {out['base']}\nmerged: {out['merged']}")
+        elif ns.command in ("calc", "chat-eval"):
+            from qgpu.chat.commands import run_calc, run_eval
+
+            return run_calc(ns) if ns.command == "calc" else run_eval(ns)
         elif ns.command == "map":
             from qgpu.circuits.gpu.compiled import gpu_schedule
             from qgpu.compiler.schedule import LayerShape

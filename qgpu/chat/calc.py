@@ -1,0 +1,211 @@
+"""``gpu_calc``: evaluate an expression by launching kernels, one launch per operation.
+
+    from qgpu.chat.calc import Launcher, calc
+    calc("sum([1, 2, 3] * [4, 5, 6])").value                  # 32, on the reference machine
+    gpu = qgpu.runtime.GpuModel.load("build/gpu")
+    r = calc("[1, 2, 3] @ [4, 5, 6]", Launcher("model", gpu))  # the model writes the launch
+    r.value, [(x.kernel, x.generated_tokens) for x in r.launches]
+
+The host parses, plans every step (shapes and memory are checked before anything runs:
+plan.check), places each step's operands as argument arrays, and reads its result back: on
+the model backend from the model's recurrent state (``runtime.run_launch``), each launch in a
+sequence of its own. A composition is several launches whose results go back in as the next
+launches' inputs; the host computes nothing in between. A flag word a checked kernel raised
+becomes an ``overflow`` or ``division_by_zero`` error naming the operation. This is also
+``python -m qgpu calc`` (cli.py).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+from qgpu.chat.errors import ArithmeticFault
+from qgpu.chat.expression import Node, format_expression, parse
+from qgpu.chat.plan import Step, Value, check, children, data, plan_step, shape
+from qgpu.driver import SUITE_DIR, Kernel, load_ptx, place_arguments, read_back
+from qgpu.errors import LaunchError, QgpuError, UsageError
+
+BACKENDS = ("interp", "model")
+
+
+@cache
+def suite_kernel(name: str) -> Kernel:
+    """A kernel of ``kernels/`` from its committed PTX (the pinned NVRTC's output, kept
+    current by tests/toolchain/test_cuda.py), lowered once per process."""
+    return load_ptx((SUITE_DIR / "ptx" / f"{name}.ptx").read_text(encoding="utf-8"),
+                    "committed").kernel(name)
+
+
+@dataclass
+class LaunchRecord:
+    """One launch: what it computed, where, and what it cost. `args` are the inputs as placed,
+    `result` every argument's final value (the interp backend counts the tokens the model
+    would have generated, from the machine's trace); `cuda` is the kernel's source."""
+
+    what: str
+    kernel: str
+    grid: tuple[int, int]
+    block: tuple[int, int]
+    args: list[Any]
+    result: list[Any]
+    backend: str
+    prompt_tokens: int
+    generated_tokens: int
+    seconds: float
+    exact: bool | None = None  # model backend with check: every token and word was the machine's
+    cuda: str = ""
+    suite: bool = False  # the kernel is kernels/KERNEL.cu
+
+    def to_json(self, source: bool = False) -> dict[str, Any]:
+        """The record as JSON; the CUDA text only if `source` (suite kernels name their file)."""
+        out: dict[str, Any] = {
+            "kernel": self.kernel, "what": self.what, "grid": list(self.grid),
+            "block": list(self.block), "args": self.args, "result": self.result,
+            "backend": self.backend, "prompt_tokens": self.prompt_tokens,
+            "generated_tokens": self.generated_tokens, "seconds": round(self.seconds, 3)}
+        if self.exact is not None:
+            out["exact"] = self.exact
+        if self.suite:
+            out["source_file"] = f"kernels/{self.kernel}.cu"
+        if source:
+            out["source"] = self.cuda
+        return out
+
+
+class Launcher:
+    """Runs kernels on a backend: ``interp`` (the reference machine) or ``model`` (the GPU
+    inside a merged model: `model` is a runtime.GpuModel). With `check`, each model launch is
+    replayed on the machine and must match it token for token and word for word, else a
+    ``launch`` error (a number the model did not compute exactly is never returned); the
+    machine's run comes first, so a kernel that faults or never ends is stopped before the
+    model starts. `token_limit` bounds a model launch's generated tokens; `on_token(what, n)`
+    hears about the n-th generated token of a running (unchecked) model launch."""
+
+    def __init__(self, backend: str = "interp", model: Any = None, *, check: bool = False,
+                 token_limit: int | None = None,
+                 on_token: Callable[[str, int], None] | None = None) -> None:
+        if backend not in BACKENDS:
+            raise UsageError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+        if backend == "model" and model is None:
+            raise UsageError("the model backend needs a merged model (--model BUILD_DIR)")
+        self.backend, self.model, self.check = backend, model, check
+        self.token_limit, self.on_token = token_limit, on_token
+
+    def run(self, step: Step) -> LaunchRecord:
+        """One planned calculator step (a suite kernel)."""
+        record = self.launch(suite_kernel(step.kernel), step.grid, step.block, step.args,
+                             step.what)
+        record.cuda, record.suite = suite_source(step.kernel), True
+        return record
+
+    def launch(self, kernel: Kernel, grid: tuple[int, int], block: tuple[int, int],
+               args: list[Any], what: str, dynamic_shared: int = 0) -> LaunchRecord:
+        """Any lowered kernel (driver.Kernel) with arguments in the driver's JSON form."""
+        from qgpu import protocol as T
+
+        grid, block = tuple(grid), tuple(block)
+        place = place_arguments(kernel.ptx.params, args)
+        launch = T.Launch.checked(kernel.program, grid, block, place, dynamic_shared)
+        t0 = time.perf_counter()
+        exact = None
+        if self.backend == "interp":
+            res = kernel.launch(grid=grid, block=block, args=args,
+                                dynamic_shared=dynamic_shared)
+            final = res.args
+            generated = len(T.expected_tokens(launch, res.trace))
+        else:
+            from qgpu.runtime import DEFAULT_TOKEN_LIMIT, run_checked_batch, run_launch
+
+            limit = self.token_limit or DEFAULT_TOKEN_LIMIT
+            if self.check:
+                (run,) = run_checked_batch(self.model, [launch], dynamic_shared=[dynamic_shared],
+                                           token_limit=limit, layers=False)
+                if isinstance(run, QgpuError):
+                    raise run
+                if not run.exact:
+                    raise LaunchError(f"{what}: the model's launch of {kernel.name} was not "
+                                      f"the machine's: {run.divergence}")
+                exact = True
+            else:
+                report = None if self.on_token is None else \
+                    (lambda i, _tok, _s: self.on_token(what, i + 1))
+                run = run_launch(self.model, launch, token_limit=limit, on_token=report)
+            final = read_back(place, args, run.memory)
+            generated = len(run.generated)
+        return LaunchRecord(what, kernel.name, grid, block, args, final, self.backend,
+                            len(T.prompt_tokens(launch)), generated, time.perf_counter() - t0,
+                            exact)
+
+
+@cache
+def suite_source(name: str) -> str:
+    return (SUITE_DIR / f"{name}.cu").read_text(encoding="utf-8")
+
+
+def raise_flags(step: Step, final_args: list[Any]) -> None:
+    """The error a checked kernel's flag words report, if any."""
+    if step.flag is None:
+        return
+    flags = final_args[step.flag]
+    if len(flags) > 1 and flags[1]:
+        raise ArithmeticFault("division_by_zero", f"{step.what}: division by zero (reported by "
+                                                  f"the GPU's {step.kernel} launch)")
+    if flags[0]:
+        raise ArithmeticFault(
+            "overflow", f"{step.what}: the result does not fit in int32 (-2147483648.."
+                        f"2147483647); the GPU's {step.kernel} launch flagged an overflow")
+
+
+@dataclass
+class CalcResult:
+    """An evaluated expression: its value and every launch that computed it, in order."""
+
+    expression: str
+    value: Value
+    launches: list[LaunchRecord] = field(default_factory=list)
+
+    @property
+    def canonical(self) -> str:
+        return format_expression(parse(self.expression))
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"expression", "value", "launches": [{"kernel", "prompt_tokens",
+        "generated_tokens", ...}]}``: the ``python -m qgpu calc --json`` contract."""
+        return {"expression": self.expression, "value": self.value,
+                "launches": [x.to_json() for x in self.launches]}
+
+
+def evaluate(node: Node, launcher: Launcher,
+             on_launch: Callable[[LaunchRecord], None] | None = None) -> tuple[Value, list]:
+    """The value of a checked tree, children first, one launch per operation."""
+    launches: list[LaunchRecord] = []
+
+    def walk(n: Node) -> Value:
+        operands = [walk(c) for c in children(n)]
+        step = plan_step(n, operands)
+        if step is None:
+            return data(n, operands)
+        record = launcher.run(step)
+        launches.append(record)
+        if on_launch is not None:
+            on_launch(record)
+        raise_flags(step, record.result)
+        value = step.result(record.result)
+        assert shape(value) == step.shape
+        return value
+
+    return walk(node), launches
+
+
+def calc(expression: str, launcher: Launcher | None = None, *,
+         on_launch: Callable[[LaunchRecord], None] | None = None) -> CalcResult:
+    """Parse, check and evaluate an expression (on the reference machine by default);
+    `on_launch(record)` hears about each launch as it finishes."""
+    node = parse(expression)
+    check(node)
+    value, launches = evaluate(node, launcher or Launcher(), on_launch)
+    return CalcResult(expression, value, launches)
