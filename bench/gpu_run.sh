@@ -13,7 +13,7 @@
 #   or `bash bench/gpu_run.sh --seeds 1 axpy dot`. Expect well under a minute of GPU work.
 # Then, back here:
 #     cp <files_at>/gpu_parity.json tests/fixtures/gpu_parity.json
-#     python -m pytest tests/test_gpu_parity.py      # interpreters vs the real GPU
+#     python -m pytest tests/suite/test_gpu_parity.py # interpreters vs the real GPU
 #
 # Carried wheels (optional: only if the image's cuda-bindings is missing or broken). Made here
 # with network; .whl/ is git-ignored, so it must be named in `carry`. python3 there is 3.12:

@@ -4,7 +4,7 @@ The merged hidden size is D = d_base + K. Base weights are zero-padded so that b
 and write only dims < d_base; the circuit owns dims d_base..D-1 and its layers run first. Every
 RMSNorm multiplies the dims its layer does not own by exactly 0 (zero-centred weight -1), so each
 side's projections see exact zeros from the other side: isolation holds by construction, in
-float32 and bfloat16 alike (docs/ARCHITECTURE.md, section 5; proofs in tests/test_merge.py).
+float32 and bfloat16 alike (docs/ARCHITECTURE.md, section 5; proofs in tests/model/test_merge.py).
 
 What does change for text is the base RMSNorms' denominator: they now average x^2 over D dims,
 d_base of which carry text. Scaling their weights as (1+w)*sqrt(d_base/D) - 1 undoes that; the

@@ -5,7 +5,7 @@ base RMSNorms averaging over d_base + K dims, compensated by rescaled norm weigh
 has to round (docs/ARCHITECTURE.md, section 5). A runtime can avoid the drift altogether: text
 sequences see exact zeros on the circuit dims and circuit layers add exact zeros to them, so
 running text through the unpadded base weights with the base's own norms is the same
-computation minus the padding — bit for bit the base model (tests/test_split.py).
+computation minus the padding — bit for bit the base model (tests/model/test_split.py).
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 The PTX under ``kernels/ptx/`` lets tests and hosted demos run with no CUDA compiler. It comes
 from one pinned toolchain (NVRTC from ``qgpu.toolchain.cuda.NVRTC_WHEEL``) because PTX text
-differs between compilers and versions; ``--check`` (and tests/test_cuda.py) verify it is up
-to date.
+differs between compilers and versions; ``--check`` (and tests/toolchain/test_cuda.py) verify
+it is up to date.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@
 
 The interpreters are only as trustworthy as the oracle they are checked against; the intent
 models are hand-written, so a real GPU running the *same PTX* is the independent witness. The
-fixture file it writes is compared with both interpreters by tests/test_gpu_parity.py, on any
+fixture file it writes is compared with both interpreters by tests/suite/test_gpu_parity.py, on any
 machine, long after the GPU is gone.
 
 The code is split so everything but the device calls runs (and is tested) without a GPU:

@@ -21,7 +21,7 @@ from qgpu.compiler.weights import CircuitWeights, embed_all, emit_layer
 
 RESIDUAL_ENERGY = 2.0**18
 """A bound the circuit's dims stay below (summed squares, at every token and sublayer; the dot
-product's launch peaks at 179,692: tests/circuit/test_gpu_compiled.py): the merged width is
+product's launch peaks at 179,692: tests/circuits/test_gpu_compiled.py): the merged width is
 padded until the anchors swallow it (``numerics.pad_k``)."""
 
 

@@ -110,7 +110,7 @@ def shuffle_sources(lane: int) -> list[tuple[tuple[tuple[str, int], ...], int | 
     warp, or None when it lies outside the warp (a fault). Cases not listed take the lane's own
     value. Built from ``interp.shuffle_lane``: with bval < 4 the warp does not matter, above it
     UP/DOWN give the own value, IDX ignores bval's high bits, and BFLY leaves the warp or the
-    segment whatever the shape (tests/circuit/test_gpu_execute.py checks every case)."""
+    segment whatever the shape (tests/circuits/test_gpu_execute.py checks every case)."""
     out: list[tuple[tuple[tuple[str, int], ...], int | None]] = []
 
     def source(mode: Shfl, bval: int, shape: int, warp: int) -> int | None:
