@@ -1,12 +1,16 @@
 """Shared helpers of the compiler tests: input codes, running compiled layers on batches of
-sequences, and reading the live features back."""
+sequences, reading the live features back, and checking compiled layers against the evaluator."""
 
 from __future__ import annotations
 
 import torch
 
 from qgpu.compiler import numerics as nx
-from qgpu.compiler.schedule import LayerShape, Schedule
+from qgpu.compiler.circuit_model import build_circuit_model, run_layers
+from qgpu.compiler.evaluate import evaluate
+from qgpu.compiler.graph import Graph
+from qgpu.compiler.schedule import LayerShape, Schedule, decode, schedule
+from qgpu.compiler.weights import embed
 
 SHAPE = LayerShape(gdn_heads=16, head_dim=128, intermediate=6144)  # Qwen3.5-2B
 MODES = [(d, s) for d in ("float32", "bfloat16") for s in (False, True)]
@@ -35,3 +39,20 @@ def live_values(sched: Schedule, residual: torch.Tensor) -> dict[str, torch.Tens
     [S, size] (carriers removed): ``schedule.decode`` for many rows at once."""
     return {name: residual[:, sched.dims[name]] - sched.offset(name)
             for name in sched.graph.features if sched.live(name)}
+
+
+def assert_exact(g: Graph, tokens: list[dict], dtype: str, step: bool,
+                 layers: int = 1) -> None:
+    sched = schedule(g, SHAPE, layers=layers)
+    model, k = build_circuit_model(sched, dtype)
+    embeds = torch.stack([embed(sched, k, k, t) for t in tokens])
+    residual = run_layers(model, embeds, step=step)
+    # an input and its alias: one sum, unless the input was cleared before the selection
+    shared = {n: f.alias for n, f in g.features.items() if f.alias and sched.live(f.alias)}
+    shared.update({a: n for n, a in list(shared.items())})
+    for i, want in enumerate(evaluate(sched.graph, tokens)):  # the graph it compiled (packing)
+        got = decode(sched, residual[i])
+        for name in got:  # features whose dims were not handed on to later features
+            other = want[shared[name]] if name in shared else [0] * len(want[name])
+            assert got[name] == [float(v + o) for v, o in zip(want[name], other, strict=True)], \
+                (i, name)

@@ -8,44 +8,9 @@ import pytest
 
 from qgpu.compiler import numerics as nx
 from qgpu.compiler.evaluate import CircuitError, evaluate
-from qgpu.compiler.graph import Address, Graph, Part, Rule, copy_bits
-from tests.compiler.helpers import MODES, bits, onehot
-from tests.compiler.test_gadgets import assert_exact
-
-ROWS = 128
-
-
-def frame_graph() -> Graph:
-    """A 32-bit register file written by frames ``d3 d2 d1 header``: byte 0 in the header, byte k
-    in the data token k places before it (absent data tokens are zero bytes)."""
-    g = Graph()
-    g.feature("waddr", ROWS, "onehot", token_input=True)
-    g.feature("b0", 8, token_input=True)
-    for k in (1, 2, 3):
-        g.feature(f"d{k}", 8, token_input=True)
-    g.feature("raddr", ROWS, "onehot", token_input=True)
-    g.feature("r", 32)
-    g.feature("r2", 32)
-    g.bank("regs", ROWS, "bits")
-    g.write("regs", "waddr", parts=[Part("b0")] + [Part(f"d{k}", k, 8 * k) for k in (1, 2, 3)])
-    g.read("regs", "raddr", "r")
-    copy_bits(g, "cp", "r", "r2")  # a rule reading the carrier dims of the read
-    return g
-
-
-def frame(row: int, value: int, read: int | None = None) -> list[dict]:
-    """The protocol's frame for one write (leading zero bytes left out)."""
-    data = value.to_bytes(4, "little")
-    n = max(1, len(data.rstrip(b"\0")))
-    out = [{f"d{k}": bits(data[k], 8)} for k in range(n - 1, 0, -1)]
-    header = {"waddr": onehot(ROWS, row), "b0": bits(data[0], 8)}
-    if read is not None:
-        header["raddr"] = onehot(ROWS, read)
-    return out + [header]
-
-
-def read(row: int) -> dict:
-    return {"raddr": onehot(ROWS, row)}
+from qgpu.compiler.graph import Address, Graph, Part, Rule
+from tests.compiler.graphs import ROWS, frame, frame_graph, read
+from tests.compiler.helpers import MODES, assert_exact, bits, onehot
 
 
 @pytest.mark.parametrize("dtype,step", MODES)

@@ -9,8 +9,7 @@ import pytest
 from qgpu.compiler import numerics as nx
 from qgpu.compiler.evaluate import CircuitError, evaluate
 from qgpu.compiler.graph import Graph, Rule
-from tests.compiler.helpers import MODES, bits
-from tests.compiler.test_gadgets import assert_exact
+from tests.compiler.helpers import MODES, assert_exact, bits
 
 
 def popcount_graph(n: int = 32) -> Graph:

@@ -6,50 +6,12 @@ import itertools
 import random
 
 import pytest
-import torch
 
-from qgpu.compiler.circuit_model import build_circuit_model, run_layers
 from qgpu.compiler.evaluate import CircuitError, evaluate
 from qgpu.compiler.graph import Graph, Rule, copy_bits, lookup
-from qgpu.compiler.schedule import LayerShape, decode, schedule
-from qgpu.compiler.weights import embed
-from tests.compiler.helpers import MODES, SHAPE, onehot, word
-
-
-def assert_exact(g: Graph, tokens: list[dict], dtype: str, step: bool,
-                 layers: int = 1) -> None:
-    sched = schedule(g, SHAPE, layers=layers)
-    model, k = build_circuit_model(sched, dtype)
-    embeds = torch.stack([embed(sched, k, k, t) for t in tokens])
-    residual = run_layers(model, embeds, step=step)
-    # an input and its alias: one sum, unless the input was cleared before the selection
-    shared = {n: f.alias for n, f in g.features.items() if f.alias and sched.live(f.alias)}
-    shared.update({a: n for n, a in list(shared.items())})
-    for i, want in enumerate(evaluate(sched.graph, tokens)):  # the graph it compiled (packing)
-        got = decode(sched, residual[i])
-        for name in got:  # features whose dims were not handed on to later features
-            other = want[shared[name]] if name in shared else [0] * len(want[name])
-            assert got[name] == [float(v + o) for v, o in zip(want[name], other, strict=True)], \
-                (i, name)
-
-
-def waiting_graph() -> Graph:
-    """A 32-bit input read at once and again after a chain of nine 64-bit copies that ends in
-    4 bits (holding it whole adds 32 dims to the chain's 64; packed, 8)."""
-    g = Graph()
-    g.feature("a", 32, "bits", token_input=True)
-    g.feature("s", 1, "bits", token_input=True)
-    for k in range(11):
-        g.feature(f"c{k}", 64 if k < 10 else 4)
-    g.rule_group("c0", [Rule(((("s", 0), 1), (("a", i % 32), 1)), ((("c0", i), 1),))
-                        for i in range(64)])
-    for k in range(1, 11):
-        g.rule_group(f"c{k}", [Rule((((f"c{k - 1}", i), 1),), (((f"c{k}", i), 1),))
-                               for i in range(g.features[f"c{k}"].size)])
-    g.feature("late", 4)
-    g.rule_group("late", [Rule(((("c10", i), 1), (("a", 31 - i), 1)), ((("late", i), 1),))
-                          for i in range(4)])
-    return g
+from qgpu.compiler.schedule import LayerShape, schedule
+from tests.compiler.graphs import waiting_graph
+from tests.compiler.helpers import MODES, SHAPE, assert_exact, onehot, word
 
 
 def test_a_feature_that_waits_is_held_packed() -> None:

@@ -11,8 +11,7 @@ from qgpu.compiler import gadgets as gd
 from qgpu.compiler.evaluate import evaluate
 from qgpu.compiler.graph import Graph, Rule
 from qgpu.compiler.schedule import schedule
-from tests.compiler.helpers import MODES, SHAPE, bits
-from tests.compiler.test_gadgets import assert_exact
+from tests.compiler.helpers import MODES, SHAPE, assert_exact, bits
 
 
 def result_graph(through: bool) -> Graph:

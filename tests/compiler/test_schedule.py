@@ -9,9 +9,8 @@ from qgpu.compiler.circuit_model import build_circuit_model, run_layers
 from qgpu.compiler.evaluate import evaluate
 from qgpu.compiler.schedule import schedule
 from qgpu.compiler.weights import embed
+from tests.compiler.graphs import frame, frame_graph, read, waiting_graph
 from tests.compiler.helpers import SHAPE
-from tests.compiler.test_bits_banks import frame, frame_graph, read
-from tests.compiler.test_gadgets import waiting_graph
 
 
 def waiting_tokens() -> list[dict]:

@@ -99,7 +99,7 @@ def test_isolation_holds_for_the_merged_gpu(gpu, build_dir) -> None:
     the base's (float32)."""
     from transformers import AutoModelForCausalLM
 
-    from tests.test_merge import SENTENCES, measure, text_batches, trace
+    from tests.model.helpers import SENTENCES, measure, text_batches, trace
 
     model, config = gpu.model, read_text_config(build_dir / "base")
     d_base, vocab = config["hidden_size"], config["vocab_size"]
@@ -132,7 +132,7 @@ def test_the_machine_state_is_decoded_from_the_model_after_every_token(gpu) -> N
     """Registers, lane pcs and memory read from the model's own state after each token: at the
     end they are the machine's (the live-out registers as last written back, global memory),
     and a lane's pc moves as the stream says."""
-    from tests.circuit.test_gpu_writeback import expected_registers
+    from tests.circuits.helpers import expected_registers
 
     k, _, _, launch = launch_of(KERNEL)
     ref = interp.run_program(launch.program, grid=k.grid, block=k.block, params=launch.params,

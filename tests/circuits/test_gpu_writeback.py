@@ -8,44 +8,13 @@ import pytest
 from qgpu import protocol as T
 from qgpu.circuits.gpu import encoding, machine
 from qgpu.compiler.evaluate import Evaluator
-from qgpu.driver import place_arguments
 from qgpu.machine import limits, rom
-from qgpu.machine.interp import run_program
-from qgpu.suite.runner import by_name, make_args, suite_module
-from tests.compiler.helpers import MODES
-from tests.compiler.test_gadgets import assert_exact
+from tests.circuits.helpers import expected_registers, launch_stream, value
+from tests.compiler.helpers import MODES, assert_exact
 
 KERNELS = ("dot", "warp_sum_down", "copy", "reduce_sum", "divergent_if_else", "atomic_cas",
            "matmul4_regs")  # fmt: skip
 """Uniform and per-lane values, several warps and thread blocks, shared memory, spills."""
-
-
-def launch_stream(name: str):
-    k = by_name(name)
-    grid, block = k.grid, k.block
-    args = make_args(k, 0)
-    kernel = suite_module(k).kernel(name)
-    prog = kernel.program
-    place = place_arguments(kernel.ptx.params, args)
-    run = run_program(prog, grid=grid, block=block, params=place.params, memory=place.memory,
-                      dynamic_shared=k.dynamic_shared, allocations=place.allocations)
-    launch = T.Launch.checked(prog, grid, block, place, k.dynamic_shared)
-    return launch, run, T.prompt_tokens(launch) + T.expected_tokens(launch, run.trace)
-
-
-def value(bits: list[int]) -> int:
-    return sum(b << i for i, b in enumerate(bits))
-
-
-def expected_registers(launch: T.Launch, run) -> dict[tuple[int, int, int], int]:
-    """(lane, warp, register) -> the last live-out value written back (what the model holds)."""
-    live = rom.live_out(launch.program)
-    regs: dict[tuple[int, int, int], int] = {}
-    for rec in run.trace:
-        for lane, r, v, _ in rec.regs:
-            if live[rec.block].regs >> r & 1:
-                regs[(lane, rec.warp, r)] = v & 0xFFFFFFFF
-    return regs
 
 
 @pytest.mark.parametrize("name", KERNELS)

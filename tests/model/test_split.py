@@ -1,8 +1,8 @@
 """The base half of a merged checkpoint is bit for bit the base model: text KL exactly 0.
 
-Stock `transformers` on the merged checkpoint (tests/test_merge.py) is the reference path, whose
-bf16 drift comes from rounding the compensated norm weights; `load_text_model` is the path a
-runtime uses for text, and these tests prove it is the base itself, in float32 and bfloat16.
+Stock `transformers` on the merged checkpoint (tests/model/test_merge.py) is the reference path,
+whose bf16 drift comes from rounding the compensated norm weights; `load_text_model` is the path
+a runtime uses for text, and these tests prove it is the base itself, in float32 and bfloat16.
 """
 
 from pathlib import Path
@@ -22,11 +22,6 @@ SENTENCES = (
     "我们今天下午去公园散步，然后回家吃晚饭。",
     "__global__ void add(int *a, int *b) { a[threadIdx.x] += b[threadIdx.x]; }",
 )
-
-
-@pytest.fixture(scope="module")
-def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("tokenizer-cache")
 
 
 def base_and_merged(root: Path, cache: Path, **base_options) -> tuple[Path, dict[str, Path]]:

@@ -9,7 +9,6 @@ from qgpu.machine.isa import (
     INDEXED,
     NO_GUARD,
     Atom,
-    Block,
     Cmp,
     Instr,
     Op,
@@ -23,24 +22,7 @@ from qgpu.machine.isa import (
     format_instr,
     guard_code,
 )
-from qgpu.toolchain.lower.layout import pack_slots
-
-EXIT = Term(TermKind.EXIT)
-
-
-def block(instrs: tuple[Instr, ...], term: Term) -> Block:
-    """One ROM block of these instructions, placed in slots whose units can run them as the
-    lowering places them."""
-    (slots,) = pack_slots(list(instrs))
-    return Block(tuple(slots), term)
-
-
-def program(*blocks: Block, params: int = 1, shared: int = 0) -> Program:
-    return Program("test", tuple(blocks), params, shared, shared, 0)
-
-
-def imm(op: Op, d: int, a: int, value: int, **kw) -> Instr:
-    return Instr(op, d, a, imm=value, bi=True, **kw)
+from tests.machine.helpers import EXIT, block, imm, program
 
 
 def run(prog: Program, block=(4, 1), grid=(1, 1), params=(4,), **kw):

@@ -21,7 +21,7 @@ from qgpu.machine.isa import (
     guard_parts,
     writes_memory,
 )
-from tests.circuit.test_gpu_writeback import launch_stream
+from tests.circuits.helpers import launch_stream, value
 
 KERNELS = ("dot", "vec_max", "index_2d", "copy", "reduce_multiblock", "minmax_abs", "count_if",
            "bits_shift_var", "xorshift32", "divergent_if_else", "gray_code", "bits_masks",
@@ -31,10 +31,6 @@ KERNELS = ("dot", "vec_max", "index_2d", "copy", "reduce_multiblock", "minmax_ab
 high multiplies."""
 STORING = ("reduce_sum", "dot_shared", "matmul4_regs", "dot")  # known stores / atomics: checked
 BRANCHING = ("dot", "divergent_if_else", "index_2d", "loop_break_continue")  # known predicates
-
-
-def value(bits: list[int]) -> int:
-    return sum(b << i for i, b in enumerate(bits))
 
 
 @pytest.fixture(scope="module")
@@ -189,7 +185,7 @@ def test_shuffle_sources_cover_every_case() -> None:
 def _faults():
     """Small programs that fault, with the launch shape and the allocations (words 1..4)."""
     from qgpu.machine.isa import Instr, Shfl, SReg, Term, TermKind
-    from tests.test_interp import EXIT, block, imm, program
+    from tests.machine.helpers import EXIT, block, imm, program
 
     tid = Instr(Op.S2R, 1, mod=SReg.TID_X)
 
@@ -248,7 +244,7 @@ def test_store_records_keep_the_last_lane_per_word(graph) -> None:
     """Lanes storing to one word: one record, the last lane's, at that lane's place."""
     from qgpu.machine.interp import run_program
     from qgpu.machine.isa import Instr, SReg, Term, TermKind
-    from tests.test_interp import EXIT, block, imm, program
+    from tests.machine.helpers import EXIT, block, imm, program
 
     tid, base = Instr(Op.S2R, 1, mod=SReg.TID_X), Instr(Op.LD, 2, 0, mod=Space.PARAM)
     cases = {  # address of each lane -> the records in lane order

@@ -9,8 +9,8 @@ from qgpu.compiler.evaluate import Evaluator
 from qgpu.driver import SUITE_DIR, compile_file, place_arguments
 from qgpu.machine import rom
 from qgpu.machine.isa import decode_instr
-from tests.compiler.helpers import MODES
-from tests.compiler.test_gadgets import assert_exact
+from tests.circuits.helpers import value
+from tests.compiler.helpers import MODES, assert_exact
 
 
 def dot_prompt() -> tuple[T.Launch, list[str]]:
@@ -19,10 +19,6 @@ def dot_prompt() -> tuple[T.Launch, list[str]]:
     place = place_arguments(kernel.ptx.params, args)
     launch = T.Launch.checked(kernel.program, (1, 1), (4, 1), place)
     return launch, T.prompt_tokens(launch)
-
-
-def value(bits: list[int]) -> int:
-    return sum(b << i for i, b in enumerate(bits))
 
 
 def hot(v: list[int]) -> int | None:

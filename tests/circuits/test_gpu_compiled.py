@@ -1,4 +1,4 @@
-"""The GPU schedule's memo (qgpu/circuit/gpu/compiled.py): computed once per source and shape."""
+"""The GPU schedule's memo (qgpu/circuits/gpu/compiled.py): computed once per source and shape."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from qgpu.circuits.gpu import compiled, encoding
 from qgpu.compiler import numerics as nx
 from qgpu.compiler.evaluate import Evaluator
 from qgpu.compiler.schedule import LayerShape
-from tests.circuit.test_gpu_writeback import launch_stream
+from tests.circuits.helpers import launch_stream
 
 
 @pytest.fixture

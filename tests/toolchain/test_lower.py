@@ -154,7 +154,7 @@ def test_compile_error_reports_compiler_message() -> None:
 def test_generic_addresses_are_global_on_both_backends() -> None:
     """clang writes atomics without a state space: both interpreters treat them as global."""
     from qgpu.driver import load_ptx
-    from tests.ptx.helpers import isolate, sample
+    from tests.toolchain.ptx.helpers import isolate, sample
 
     # ld: every thread reads out[0]; atom.add: lanes add 1 in lane order, each keeps the old value
     for name, want in (("k_generic_ld", [5, 5, 5, 5]), ("k_generic_atom", [5, 6, 7, 8])):

@@ -3,7 +3,7 @@
 Built end to end (`qgpu.model.build`, tiny base with the real Qwen3.5-2B layer shapes,
 --circuit demo), in float32 and bfloat16; every generated token and the registers read back
 from the model's
-recurrent state equal the Python model. More programs: QGPU_DEMO_PROGRAMS=300 pytest tests/circuit.
+recurrent state equal the Python model. More programs: QGPU_DEMO_PROGRAMS=300 pytest tests/circuits.
 """
 
 import json

@@ -18,7 +18,7 @@ from qgpu.errors import LaunchError
 from qgpu.machine import limits
 from qgpu.machine.interp import run_program, s32
 from qgpu.machine.isa import Atom, Block, Instr, Op, Program, Space, SReg, Term, TermKind
-from tests.circuit.test_gpu_writeback import launch_stream
+from tests.circuits.helpers import launch_stream
 
 KERNELS = ("vec_add", "reverse", "shfl_broadcast", "transpose_shared", "matmul4_regs")
 SELECTION = [(n, size) for f in FIELDS if f.selects for n, size in f.features().items()]
@@ -87,7 +87,7 @@ def test_the_circuit_generates_the_launch(graph, logits, name: str) -> None:
 
 def test_the_sweep_barriers_exits_and_thread_blocks(graph, logits) -> None:
     """Two warps meet at a barrier, exit, and two thread blocks follow (the control tokens of
-    tests/test_tokens.py), here chosen by the circuit."""
+    tests/protocol/test_tokens.py), here chosen by the circuit."""
     prog = Program("t", (
         Block((Instr(Op.S2R, 1, mod=SReg.TID_X), Instr(Op.SHL, 2, 1, imm=2, bi=True),
                Instr(Op.ST, 0, 2, 1, mod=Space.SHARED)), Term(TermKind.BAR, 1)),

@@ -24,11 +24,6 @@ FAKE_COMMIT = "0123456789abcdef0123456789abcdef01234567"
 
 
 @pytest.fixture(scope="module")
-def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("stage-cache")
-
-
-@pytest.fixture(scope="module")
 def cold(tmp_path_factory: pytest.TempPathFactory, cache: Path) -> dict:
     """One cold `python -m qgpu build --base tiny --circuit null` through the CLI."""
     out = tmp_path_factory.mktemp("out")

@@ -11,7 +11,7 @@ from qgpu.toolchain.ptx.ast import Module
 from qgpu.toolchain.ptx.interp import PtxRun, find_kernel, run_kernel
 from qgpu.toolchain.ptx.parser import parse_module
 
-SAMPLES = Path(__file__).resolve().parent.parent / "ptx_samples"
+SAMPLES = Path(__file__).resolve().parents[2] / "ptx_samples"
 INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
 
 

@@ -16,7 +16,7 @@ import pytest
 import torch
 from safetensors import safe_open
 from safetensors.torch import save_file
-from transformers import AutoModelForCausalLM, AutoTokenizer
+from transformers import AutoModelForCausalLM
 
 from qgpu.circuits.null import null_circuit
 from qgpu.compiler.numerics import ANCHOR_EXP
@@ -31,23 +31,11 @@ from qgpu.model.merge import (
     tensor_files,
 )
 from qgpu.model.tinybase import VOCAB_SIZE, write_tiny_base
+from tests.model.helpers import SENTENCES, measure, text_batches, tokenizer_of, trace
 
 D_BASE = 64
 SEED = 1
 DTYPES = ("float32", "bfloat16")
-SENTENCES = (
-    "The quick brown fox jumps over the lazy dog.",
-    "In 1905 Einstein published four papers that changed physics for good.",
-    "def dot(a, b):\n    return sum(x * y for x, y in zip(a, b))",
-    "我们今天下午去公园散步，然后回家吃晚饭。",
-    "__global__ void add(int *a, int *b) { a[threadIdx.x] += b[threadIdx.x]; }",
-    "Der Zug nach Berlin fährt um halb acht vom Hauptbahnhof ab.",
-)
-
-
-@pytest.fixture(scope="module")
-def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("tokenizer-cache")
 
 
 @pytest.fixture(scope="module")
@@ -74,11 +62,6 @@ def load(path: Path, dtype: str) -> torch.nn.Module:
     return AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype)).eval()
 
 
-@functools.cache
-def tokenizer_of(path: Path):
-    return AutoTokenizer.from_pretrained(path)
-
-
 def tensors(path: Path) -> dict[str, torch.Tensor]:
     """All model tensors of a checkpoint, single-file or sharded."""
     out = {}
@@ -86,24 +69,6 @@ def tensors(path: Path) -> dict[str, torch.Tensor]:
         with safe_open(file, "pt") as f:
             out[name] = f.get_tensor(name)
     return out
-
-
-def trace(model: torch.nn.Module, ids: torch.Tensor) -> tuple[list, torch.Tensor]:
-    """Each decoder layer's (input, output) residual, and the logits."""
-    records = []
-
-    def hook(module, args, kwargs, output):
-        hidden = args[0] if args else kwargs["hidden_states"]
-        records.append((hidden.detach().clone(), output.detach().clone()))
-
-    handles = [layer.register_forward_hook(hook, with_kwargs=True) for layer in model.model.layers]
-    try:
-        with torch.no_grad():
-            logits = model(ids).logits
-    finally:
-        for handle in handles:
-            handle.remove()
-    return records, logits
 
 
 def test_checkpoint_layout(merged: dict[str, Path], base: Path, circuit) -> None:
@@ -305,35 +270,6 @@ def test_circuit_layers_add_exactly_zero_to_text(
         if i < 2:
             assert torch.equal(out, inp), f"circuit layer {i} changed a text token"
     assert not logits[..., VOCAB_SIZE:].any()  # circuit tokens' logits: exactly 0
-
-
-def next_token_kl(reference: torch.Tensor, merged: torch.Tensor) -> tuple[torch.Tensor, ...]:
-    """Per-position KL(reference || merged) on the base vocabulary, and the circuit-token mass."""
-    p = torch.log_softmax(reference[..., :VOCAB_SIZE].double(), -1)
-    q = torch.log_softmax(merged[..., :VOCAB_SIZE].double(), -1)
-    kl = (p.exp() * (p - q)).sum(-1).flatten()
-    mass = torch.softmax(merged.double(), -1)[..., VOCAB_SIZE:].sum(-1).flatten()
-    return kl, mass
-
-
-def text_batches(base: Path) -> dict[str, list[torch.Tensor]]:
-    gen = torch.Generator().manual_seed(7)
-    tokenizer = tokenizer_of(base)
-    return {
-        "random": [torch.randint(0, 248044, (2, 48), generator=gen)],
-        "sentences": [tokenizer(s, return_tensors="pt").input_ids for s in SENTENCES],
-    }
-
-
-def measure(reference: torch.nn.Module, other: torch.nn.Module, batches: list) -> dict:
-    kls, masses = [], []
-    with torch.no_grad():
-        for ids in batches:
-            kl, mass = next_token_kl(reference(ids).logits, other(ids).logits)
-            kls.append(kl)
-            masses.append(mass)
-    kl, mass = torch.cat(kls), torch.cat(masses)
-    return {"max": kl.max().item(), "mean": kl.mean().item(), "mass": mass.max().item()}
 
 
 def report(label: str, m: dict) -> None:
