@@ -435,7 +435,10 @@ def _tokenizer_with(base_dir: Path, token_ids: dict[str, int]) -> dict:
     `decode(skip_special_tokens=True)`, so chat text never shows them. The `tokenizers` library
     renumbers added tokens that are not in the model vocabulary consecutively (they would land
     on 248,077 instead of 248,320), so each one is also entered in the BPE vocabulary at its id;
-    no merge rule can produce them there.
+    no merge rule can produce them there. The base's own added tokens (chat markup such as
+    ``<|im_end|>`` and ``<tool_call>``) are entered there too: once the vocabulary reaches past
+    them, `tokenizers` would renumber them after the circuit tokens and stop matching them in
+    text.
     """
     path = base_dir / "tokenizer.json"
     if not path.is_file():
@@ -446,6 +449,8 @@ def _tokenizer_with(base_dir: Path, token_ids: dict[str, int]) -> dict:
     clash = sorted(taken & set(token_ids))
     if clash:
         raise UsageError(f"circuit tokens already in the base tokenizer: {clash}")
+    for t in tokenizer["added_tokens"]:  # the base's own (<|im_end|>, <tool_call>, ...)
+        vocab.setdefault(t["content"], t["id"])
     for name, token_id in token_ids.items():
         vocab[name] = token_id
         tokenizer["added_tokens"].append({
@@ -490,6 +495,11 @@ def _check_tokenizer(out_dir: Path, token_ids: dict[str, int]) -> None:
         raise UsageError(
             f"tokenizer maps the circuit tokens to {got}, expected {list(token_ids.values())}"
         )
+    base = {t["content"]: t["id"] for t in _read_json(out_dir / "tokenizer.json")["added_tokens"]
+            if t["content"] not in token_ids}
+    for name, token_id in base.items():
+        if tokenizer(name, add_special_tokens=False).input_ids != [token_id]:
+            raise UsageError(f"the merged tokenizer no longer reads {name} as token {token_id}")
 
 
 def tensor_files(base_dir: Path) -> dict[str, Path]:
