@@ -19,6 +19,8 @@ from qgpu.circuits import demo
 from qgpu.model.build import build
 from qgpu.model.merge import ALLOCATION_FILE, METADATA_FILE
 
+pytestmark = pytest.mark.slow
+
 PROGRAMS = int(os.environ.get("QGPU_DEMO_PROGRAMS", "12"))
 DTYPES = ("float32", "bfloat16")
 

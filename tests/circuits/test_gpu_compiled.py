@@ -50,6 +50,7 @@ def test_another_shape_or_source_is_scheduled_afresh(counted, monkeypatch) -> No
     assert compiled.gpu_schedule(LayerShape())["n"] == 3
 
 
+@pytest.mark.slow
 def test_the_anchor_swallows_the_residual_of_every_token_of_a_launch() -> None:
     """The numerics contract: every circuit dim's square summed stays under the bound the
     merged width is padded for (compiled.RESIDUAL_ENERGY), and so under what the anchors

@@ -38,6 +38,7 @@ def graph():
     return machine.build()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", KERNELS)
 def test_slots_compute_what_the_machine_computes(graph, name: str) -> None:
     launch, run, stream = launch_stream(name)

@@ -43,6 +43,7 @@ def run_cli(argv: list[str]) -> dict:
     return out
 
 
+@pytest.mark.slow
 def test_cli_builds_tiny_base_and_merged_model(cold: dict, cache: Path) -> None:
     out, result = cold["out"], cold["result"]
     assert result["exit"] == 0
@@ -63,6 +64,7 @@ def test_cli_builds_tiny_base_and_merged_model(cold: dict, cache: Path) -> None:
     assert logits.shape == (1, 3, VOCAB_SIZE + 4)
 
 
+@pytest.mark.slow
 def test_second_run_is_a_cache_hit(cold: dict, cache: Path, tmp_path: Path) -> None:
     merged = Path(cold["result"]["stages"]["merged"]["artifact"]) / "model.safetensors"
     mtime = merged.stat().st_mtime_ns
@@ -74,6 +76,7 @@ def test_second_run_is_a_cache_hit(cold: dict, cache: Path, tmp_path: Path) -> N
     assert (result.merged / "model.safetensors").read_bytes() == merged.read_bytes()
 
 
+@pytest.mark.slow
 def test_corrupted_artifact_is_rebuilt(cold: dict, cache: Path, tmp_path: Path) -> None:
     first = build("tiny", tmp_path / "a", circuit="null", cache_dir=cache)
     artifact = Path(first.stages["merged"]["artifact"])
@@ -84,6 +87,7 @@ def test_corrupted_artifact_is_rebuilt(cold: dict, cache: Path, tmp_path: Path) 
     AutoModelForCausalLM.from_pretrained(result.merged)  # loads again
 
 
+@pytest.mark.slow
 def test_missing_artifact_is_rebuilt(cold: dict, cache: Path, tmp_path: Path) -> None:
     first = build("tiny", tmp_path / "a", circuit="null", cache_dir=cache)
     artifact = Path(first.stages["base"]["artifact"])
@@ -93,6 +97,7 @@ def test_missing_artifact_is_rebuilt(cold: dict, cache: Path, tmp_path: Path) ->
     assert (result.base / "tokenizer.json").is_file()
 
 
+@pytest.mark.slow
 def test_local_directory_base_is_keyed_by_file_hashes(
     cold: dict, cache: Path, tmp_path: Path
 ) -> None:
@@ -114,6 +119,7 @@ def test_local_directory_base_is_keyed_by_file_hashes(
     assert [n for n in before if before[n] != after[n]] == ["generation_config.json"]
 
 
+@pytest.mark.slow
 def test_hub_base_is_downloaded_with_snapshot_download(
     cold: dict, cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -33,6 +33,8 @@ from qgpu.model.merge import (
 from qgpu.model.tinybase import VOCAB_SIZE, write_tiny_base
 from tests.model.helpers import SENTENCES, measure, text_batches, tokenizer_of, trace
 
+pytestmark = pytest.mark.slow
+
 D_BASE = 64
 SEED = 1
 DTYPES = ("float32", "bfloat16")

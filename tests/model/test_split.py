@@ -17,6 +17,8 @@ from qgpu.model.merge import merge, read_text_config
 from qgpu.model.split import load_text_model
 from qgpu.model.tinybase import VOCAB_SIZE, write_tiny_base
 
+pytestmark = pytest.mark.slow
+
 SENTENCES = (
     "The quick brown fox jumps over the lazy dog.",
     "我们今天下午去公园散步，然后回家吃晚饭。",
