@@ -249,7 +249,7 @@ SUITE_DIR = _suite_dir()
 
 def compile_file(path: Path, *, compiler: str = "auto") -> CompiledModule:
     """A .ptx file as is; a .cu file through the compiler, or — for a suite kernel on a machine
-    with no CUDA compiler — its committed PTX (kept current by tests/test_cuda.py)."""
+    with no CUDA compiler — its committed PTX (kept current by tests/toolchain/test_cuda.py)."""
     text = path.read_text(encoding="utf-8")
     if path.suffix == ".ptx":
         return load_ptx(text)
