@@ -27,7 +27,7 @@ from qgpu.chat.errors import ArithmeticFault
 from qgpu.chat.expression import Node, format_expression, parse
 from qgpu.chat.plan import Step, Value, check, children, data, plan_step, shape
 from qgpu.driver import SUITE_DIR, Kernel, load_ptx, place_arguments, read_back
-from qgpu.errors import LaunchError, QgpuError, UsageError
+from qgpu.errors import LaunchError, UsageError
 
 BACKENDS = ("interp", "model")
 
@@ -57,7 +57,7 @@ class LaunchRecord:
     generated_tokens: int
     seconds: float
     exact: bool | None = None  # model backend with check: every token and word was the machine's
-    cuda: str = ""
+    cuda: str = field(default="", repr=False)
     suite: bool = False  # the kernel is kernels/KERNEL.cu
 
     def to_json(self, source: bool = False) -> dict[str, Any]:
@@ -79,21 +79,30 @@ class LaunchRecord:
 class Launcher:
     """Runs kernels on a backend: ``interp`` (the reference machine) or ``model`` (the GPU
     inside a merged model: `model` is a runtime.GpuModel). With `check`, each model launch is
-    replayed on the machine and must match it token for token and word for word, else a
-    ``launch`` error (a number the model did not compute exactly is never returned); the
-    machine's run comes first, so a kernel that faults or never ends is stopped before the
-    model starts. `token_limit` bounds a model launch's generated tokens; `on_token(what, n)`
-    hears about the n-th generated token of a running (unchecked) model launch."""
+    first run on the reference machine (a kernel that faults or never ends is stopped there,
+    before the model starts), then the model's run must give the machine's token stream
+    exactly and leave every global word as the machine does, else a ``launch`` error: a number
+    the model did not compute exactly is never returned. The host still reads the result from
+    the model's state. `token_limit` bounds a model launch's generated tokens;
+    `on_token(what, n, total)` hears about the n-th generated token of a running model launch
+    (`total`: the machine's token count when checked, else None)."""
 
     def __init__(self, backend: str = "interp", model: Any = None, *, check: bool = False,
                  token_limit: int | None = None,
-                 on_token: Callable[[str, int], None] | None = None) -> None:
+                 on_token: Callable[[str, int, int | None], None] | None = None) -> None:
         if backend not in BACKENDS:
             raise UsageError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
         if backend == "model" and model is None:
             raise UsageError("the model backend needs a merged model (--model BUILD_DIR)")
         self.backend, self.model, self.check = backend, model, check
         self.token_limit, self.on_token = token_limit, on_token
+
+    def with_progress(self, on_token: Callable[[str, int, int | None], None] | None) \
+            -> Launcher:
+        """The same backend and settings reporting progress to `on_token` (a copy: launchers
+        are shared between chats)."""
+        return Launcher(self.backend, self.model, check=self.check,
+                        token_limit=self.token_limit, on_token=on_token)
 
     def run(self, step: Step) -> LaunchRecord:
         """One planned calculator step (a suite kernel)."""
@@ -118,27 +127,45 @@ class Launcher:
             final = res.args
             generated = len(T.expected_tokens(launch, res.trace))
         else:
-            from qgpu.runtime import DEFAULT_TOKEN_LIMIT, run_checked_batch, run_launch
+            from qgpu.runtime import DEFAULT_TOKEN_LIMIT, run_launch
 
-            limit = self.token_limit or DEFAULT_TOKEN_LIMIT
+            expected, want = self._reference(launch, dynamic_shared) if self.check else \
+                (None, None)
+            total = None if expected is None else len(expected)
+            report = None if self.on_token is None else \
+                (lambda i, _tok, _s: self.on_token(what, i + 1, total))
+            run = run_launch(self.model, launch, token_limit=self.token_limit or
+                             DEFAULT_TOKEN_LIMIT, expected=expected, on_token=report)
             if self.check:
-                (run,) = run_checked_batch(self.model, [launch], dynamic_shared=[dynamic_shared],
-                                           token_limit=limit, layers=False)
-                if isinstance(run, QgpuError):
-                    raise run
-                if not run.exact:
-                    raise LaunchError(f"{what}: the model's launch of {kernel.name} was not "
-                                      f"the machine's: {run.divergence}")
+                bad = [w for w, (m, r) in enumerate(zip(run.memory, want, strict=True))
+                       if (m - r) & 0xFFFFFFFF]
+                if bad:
+                    raise LaunchError(f"{what}: the model's launch of {kernel.name} left global "
+                                      f"word {bad[0]} = {run.memory[bad[0]]}, the machine "
+                                      f"{want[bad[0]]}")
                 exact = True
-            else:
-                report = None if self.on_token is None else \
-                    (lambda i, _tok, _s: self.on_token(what, i + 1))
-                run = run_launch(self.model, launch, token_limit=limit, on_token=report)
             final = read_back(place, args, run.memory)
             generated = len(run.generated)
         return LaunchRecord(what, kernel.name, grid, block, args, final, self.backend,
                             len(T.prompt_tokens(launch)), generated, time.perf_counter() - t0,
                             exact)
+
+    @staticmethod
+    def _reference(launch, dynamic_shared: int) -> tuple[list[str], list[int] | None]:
+        """The machine's token stream for a launch and its final memory (None if the launch
+        faults: the model must then report the same fault)."""
+        from qgpu import protocol as T
+        from qgpu.machine.interp import run_program
+
+        try:
+            ref = run_program(launch.program, grid=launch.grid, block=launch.block,
+                              params=launch.params, memory=launch.memory,
+                              dynamic_shared=dynamic_shared, allocations=launch.allocations)
+        except LaunchError as e:
+            if e.fault not in T.FAULTS:
+                raise
+            return T.fault_tokens(launch, e), None
+        return T.expected_tokens(launch, ref.trace), ref.memory
 
 
 @cache
