@@ -19,3 +19,27 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if "build_dir" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.slow)
 
+
+@pytest.fixture(scope="session")
+def build_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny GPU build the runtime and app tests share: ``python -m qgpu build --base tiny``
+    (the GPU circuit compiled for the Qwen3.5-2B layer shapes, merged into the tiny base,
+    float32), built once per session in its own process (its memory goes with it), removed at
+    the end."""
+    import shutil
+    import subprocess
+    import sys
+
+    out = tmp_path_factory.mktemp("gpu")
+    subprocess.run([sys.executable, "-m", "qgpu", "build", "--base", "tiny", "--out", str(out),
+                    "--dtype", "float32", "--cache-dir", str(out / "cache")], check=True)
+    yield out
+    shutil.rmtree(out, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def gpu(build_dir: Path):
+    """The build on the sparse engine (the default); ``gpu.with_engine("stock")`` shares it."""
+    from qgpu.runtime import GpuModel
+
+    return GpuModel.load(build_dir)

@@ -1,0 +1,47 @@
+"""What the app's tests share: the model host over the session's tiny build (tests/conftest.py),
+one CUDA tab whose event functions tests call directly, the dot product's recording, and the
+app served in-process (for gradio_client and the browser)."""
+
+from __future__ import annotations
+
+import pytest
+
+from qgpu.app.examples import DEFAULT
+from qgpu.app.host import ModelHost
+
+
+@pytest.fixture(scope="session")
+def host(gpu) -> ModelHost:
+    h = ModelHost(gpu, "tiny", True, gpu.path)
+    return h
+
+
+@pytest.fixture(scope="session")
+def tab(host):
+    from qgpu.app.page import CudaTab
+
+    return CudaTab(host)
+
+
+def run_to_end(tab, fields: dict, check: bool = False, limit=None) -> list[tuple]:
+    """Every update the Run button's generator yields."""
+    return list(tab.run(fields["source"], fields["kernel"], fields["grid"], fields["block"],
+                        fields["args"], fields["dynamic_shared"], check, limit))
+
+
+@pytest.fixture(scope="session")
+def dot_run(tab) -> list[tuple]:
+    """The dot product run from the page (verified)."""
+    return run_to_end(tab, DEFAULT.fields(), check=True)
+
+
+@pytest.fixture(scope="session")
+def server(host):
+    """The whole app served on a free local port."""
+    from qgpu.app.page import create_app, launch_options
+
+    demo = create_app(host)
+    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", quiet=True,
+                **launch_options())
+    yield demo.local_url
+    demo.close()

@@ -1,0 +1,66 @@
+"""A real browser (Debian's chromium driven by Python playwright; .ci/run installs chromium)
+against the app served in-process: open the page, run the dot-product example, see 32, see
+the six plots render, move the token slider and see the registers change — with no script
+error on the page."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+sync_api = pytest.importorskip("playwright.sync_api")
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+pytestmark = [
+    pytest.mark.skipif(not shutil.which("chromium"),
+                       reason="Debian's chromium is not installed (apt-get install chromium)"),
+    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+]
+
+
+@pytest.fixture(scope="module")
+def page(server):
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM,
+                                    args=["--no-sandbox", "--disable-gpu"])
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.errors = []
+        page.on("pageerror", lambda e: page.errors.append(str(e)))
+        page.goto(server)
+        page.wait_for_selector("#cuda-run", timeout=60_000)
+        yield page
+        browser.close()
+
+
+def test_run_the_dot_product_and_scrub_its_tokens(page) -> None:
+    assert "tiny base" in page.inner_text("#model-banner")
+    assert "43 circuit layers" in page.inner_text("#model-header")
+    assert "atomicAdd" in page.inner_text("#cuda-source")
+    page.click("#cuda-run")
+    page.wait_for_selector("#cuda-result .qg-ok", timeout=60_000)
+    result = page.inner_text("#cuda-result")
+    assert "Done" in result and "out (output array, 1 word)\n0\n32" in result
+    for view in ("trace", "registers", "memory", "pipeline", "scheduler", "rom"):
+        page.wait_for_selector(f"#view-{view} .main-svg", timeout=20_000)
+    page.wait_for_function("document.querySelector('#token-caption').innerText"
+                           ".includes('token 29 of 30')", timeout=20_000)
+    registers = page.inner_text("#view-registers")
+    assert "token 29" in registers
+    page.locator("#token-slider input[type=range]").fill("1")
+    page.wait_for_function("document.querySelector('#view-registers').innerText"
+                           ".includes('token 1 ')", timeout=20_000)
+    after = page.inner_text("#view-registers")
+    assert after != registers
+    assert "token 1 of 30: val:r1:all:4" in page.inner_text("#token-caption")
+    assert "exec:0:w0:m15" in page.inner_text("#view-trace")
+    assert not page.errors, page.errors
+
+
+def test_an_error_shows_in_the_page(page) -> None:
+    page.fill("#cuda-args textarea", "[[1, 2, 3]]")
+    page.click("#cuda-run")
+    page.wait_for_selector("#cuda-result .qg-err", timeout=60_000)
+    text = page.inner_text("#cuda-result")
+    assert "takes 4 parameters, 1 args were given" in text and "Traceback" not in text
+    assert not page.errors, page.errors
