@@ -56,9 +56,8 @@ def array_table(values: list[int], per_row: int = 16) -> str:
 def _param_kind(p: Param) -> str:
     if p.array is None:
         return "scalar"
-    if isinstance(p.value, dict):
-        return f"output array, {p.array[1]} words"
-    return f"array, {p.array[1]} words"
+    words = f"{p.array[1]} word{'s' * (p.array[1] != 1)}"
+    return f"output array, {words}" if isinstance(p.value, dict) else f"array, {words}"
 
 
 def params_html(params: list[Param], values: list[Any]) -> str:
