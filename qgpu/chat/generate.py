@@ -158,32 +158,29 @@ class TextModel:
 
 def choose(logits, sampling: Sampling, generated: list[int], allowed: Sequence[int] | None,
            gen) -> int:
-    """The next token: presence penalty, allowed set, then greedy or top-k / top-p sampling."""
+    """The next token: presence penalty, allowed set, then greedy or top-k / top-p sampling
+    (on the k best only: the vocabulary is 248k tokens)."""
     import torch
 
-    logits = logits.clone()
     if generated and sampling.presence_penalty:
-        seen = torch.tensor(sorted(set(generated)))
-        logits[seen] -= sampling.presence_penalty
+        logits = logits.clone()
+        logits[torch.tensor(sorted(set(generated)))] -= sampling.presence_penalty
     if allowed is not None:
-        mask = torch.full_like(logits, float("-inf"))
         index = torch.tensor(list(allowed), dtype=torch.long)
-        mask[index] = 0.0
-        logits = logits + mask
+        values = logits[index]
+    else:
+        index, values = None, logits
     if sampling.greedy or sampling.temperature <= 0:
-        return int(torch.argmax(logits))
-    logits = logits / sampling.temperature
-    if sampling.top_k > 0:
-        k = min(sampling.top_k, logits.numel())
-        kth = torch.topk(logits, k).values[-1]
-        logits[logits < kth] = float("-inf")
-    probs = torch.softmax(logits, dim=-1)
+        best = int(torch.argmax(values))
+        return best if index is None else int(index[best])
+    k = values.numel() if sampling.top_k <= 0 else min(sampling.top_k, values.numel())
+    top, order = torch.topk(values, k)
+    probs = torch.softmax(top / sampling.temperature, dim=-1)
     if sampling.top_p < 1.0:
-        sorted_p, order = torch.sort(probs, descending=True)
-        keep = torch.cumsum(sorted_p, 0) - sorted_p < sampling.top_p
-        sorted_p[~keep] = 0.0
-        probs = torch.zeros_like(probs).scatter(0, order, sorted_p)
-    return int(torch.multinomial(probs, 1, generator=gen))
+        keep = torch.cumsum(probs, 0) - probs < sampling.top_p
+        probs = probs * keep
+    pick = int(order[int(torch.multinomial(probs, 1, generator=gen))])
+    return pick if index is None else int(index[pick])
 
 
 class ScriptedModel:
