@@ -137,6 +137,8 @@ class TextModel:
                 cache = result.past_key_values
                 logits = result.logits[0, -1].float().cpu()
                 allowed = None if constrain is None else constrain(text)
+                if allowed is not None and not allowed:
+                    allowed = None  # nothing continues the grammar: let the model choose
                 token = choose(logits, sampling, out, allowed, gen)
                 if token in self.stop_ids:
                     return

@@ -142,15 +142,17 @@ class Chat:
 
     @classmethod
     def load(cls, build: str | Path, dtype: str | None = None, device: str = "cpu",
-             engine: str = "sparse", check: bool = True, token_limit: int = 20_000) -> Chat:
+             engine: str = "sparse", check: bool = True, token_limit: int = 20_000,
+             gpu: Any = None) -> Chat:
         """A build's (or a merged checkpoint's) text path and tokenizer for the chat, and the
-        GPU in the same checkpoint for the launches (``runtime.GpuModel``). `check`: every
-        launch also runs on the reference machine and must match it exactly."""
+        GPU in the same checkpoint for the launches (``runtime.GpuModel``; pass `gpu` to share
+        one already loaded, e.g. by the page's CUDA tab). `check`: every launch also runs on
+        the reference machine and must match it exactly."""
         from qgpu.chat.grammar import ExpressionGrammar
         from qgpu.runtime import GpuModel
 
         text = TextModel.load(build, dtype, device)
-        gpu = GpuModel.load(build, dtype, device, engine)
+        gpu = gpu or GpuModel.load(build, dtype, device, engine)
         return cls(text, Launcher("model", gpu, check=check, token_limit=token_limit),
                    ExpressionGrammar(text.tokenizer, text.vocab))
 
