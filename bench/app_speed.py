@@ -65,13 +65,15 @@ def browser_timings(url: str, repeat: int, screenshot: str | None) -> dict[str, 
         page.goto(url)
         page.wait_for_selector("#cuda-run", timeout=60_000)
         for _ in range(repeat):
-            page.evaluate("document.querySelector('#cuda-result').innerHTML = ''")
+            ok = page.locator("#cuda-result .qg-ok")
+            before = ok.inner_text() if ok.count() else ""
             t0 = time.perf_counter()
             page.click("#cuda-run")
             page.wait_for_function(
-                "(() => { const r = document.querySelector('#cuda-result .qg-ok');"
-                " return r && document.querySelector('#cuda-result').innerText.includes('32'); })()",
-                timeout=120_000)
+                "(before) => { const r = document.querySelector('#cuda-result');"
+                " const ok = r.querySelector('.qg-ok');"
+                " return ok && ok.innerText !== before && r.innerText.includes('32'); }",
+                arg=before, timeout=120_000)
             out["click_to_result"].append(time.perf_counter() - t0)
             page.wait_for_function("document.querySelector('#token-caption').innerText"
                                    ".includes('token 29 of 30')", timeout=30_000)

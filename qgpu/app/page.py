@@ -210,7 +210,8 @@ class CudaTab:
 
     def _outputs(self, result: str, rec: Recording | None, out: dict | None, *, kernel,
                  live: bool = False) -> tuple:
-        """(result, tokens, prompt, json, slider, caption, six views, recording, kernel)."""
+        """(result, tokens, prompt, json, slider, caption, six views, recording, kernel,
+        shown)."""
         n = len(rec) if rec is not None else 0
         i = max(n - 1, 0)
         figs = views.render(rec, i)
@@ -218,7 +219,8 @@ class CudaTab:
                            label=f"Token (0 … {max(n - 1, 0)})" if n else "Token")
         return (result, panels.tokens_text(rec), panels.prompt_text(rec) if not live or n == 0
                 else gr.update(), out if out is not None else gr.update(), slider,
-                views.caption(rec, i), *(figs[v] for v in views.VIEWS), rec, kernel)
+                views.caption(rec, i), *(figs[v] for v in views.VIEWS), rec, kernel,
+                None if rec is None else (rec.run_id, i))
 
     def stop(self, request: gr.Request | None = None) -> None:
         """The Stop button: the session's running launch ends at its next token."""
@@ -228,11 +230,19 @@ class CudaTab:
 
     # --- the views -----------------------------------------------------------------------------
 
-    def show(self, rec: Recording | None, i: float | None) -> tuple:
-        """The caption and the six views at token i (the slider)."""
+    def show(self, rec: Recording | None, i: float | None, shown: tuple | None = None) -> tuple:
+        """The caption and the six views at token i (the slider), and what is shown now.
+        `shown` (launch, token) is what the page shows: the views that change only from one
+        EXEC to the next stay as they are within one EXEC (``gr.skip()``: no redraw)."""
         i = int(i or 0)
-        figs = views.render(rec, i)
-        return (views.caption(rec, i), *(figs[v] for v in views.VIEWS))
+        skip: tuple[str, ...] = ()
+        if rec is not None and len(rec) and shown and shown[0] == rec.run_id:
+            n = len(rec) - 1
+            if rec.exec_at(min(i, n)) == rec.exec_at(min(int(shown[1]), n)):
+                skip = views.PER_EXEC
+        figs = views.render(rec, i, skip)
+        return (views.caption(rec, i), *(figs.get(v, gr.skip()) for v in views.VIEWS),
+                None if rec is None else (rec.run_id, i))
 
     def toggle_play(self, playing: bool, rec: Recording | None, i: float | None) -> tuple:
         """Play from the slider's token (from the start if it is at the end), or pause."""
@@ -242,12 +252,12 @@ class CudaTab:
         start = 0 if int(i or 0) >= n - 1 else int(i or 0)
         return gr.Timer(active=True), gr.update(value="⏸ Pause"), True, start
 
-    def tick(self, rec: Recording | None, i: float | None) -> tuple:
+    def tick(self, rec: Recording | None, i: float | None, shown: tuple | None = None) -> tuple:
         """One play step: the next token, or stop at the last."""
         n = len(rec) if rec is not None else 0
         nxt = min(int(i or 0) + 1, max(n - 1, 0))
         more = nxt < n - 1
-        return (nxt, *self.show(rec, nxt), gr.Timer(active=more),
+        return (nxt, *self.show(rec, nxt, shown), gr.Timer(active=more),
                 gr.update(value="⏸ Pause" if more else "▶ Play"), more)
 
     # --- the API -------------------------------------------------------------------------------
@@ -329,6 +339,7 @@ class CudaTab:
         plots["scheduler"] = plot("scheduler")
         plots["rom"] = plot("rom")
         recording = gr.State(None, time_to_live=3 * 3600)
+        shown = gr.State(None)  # (launch, token) the views show
         playing = gr.State(False)
         timer = gr.Timer(PLAY_EVERY_S, active=False)
         figs = [plots[v] for v in views.VIEWS]
@@ -338,18 +349,19 @@ class CudaTab:
         source.blur(self.refresh_kernels, [source, kernel], kernel, api_visibility="private",
                     show_progress="hidden")
         run.click(self.run, [source, kernel, grid, block, args, shared, check, limit],
-                  [result, tokens, prompt, as_json, slider, caption, *figs, recording, kernel],
+                  [result, tokens, prompt, as_json, slider, caption, *figs, recording, kernel,
+                   shown],
                   concurrency_id=GPU, concurrency_limit=1, api_visibility="undocumented",
                   show_progress_on=[result])
         stop.click(self.stop, None, None, queue=False, api_visibility="private")
-        slider.input(self.show, [recording, slider], [caption, *figs],
+        slider.input(self.show, [recording, slider, shown], [caption, *figs, shown],
                      trigger_mode="always_last", show_progress="hidden",
                      concurrency_id="views", concurrency_limit=4, api_visibility="private")
         play.click(self.toggle_play, [playing, recording, slider],
                    [timer, play, playing, slider], api_visibility="private",
                    show_progress="hidden")
-        timer.tick(self.tick, [recording, slider],
-                   [slider, caption, *figs, timer, play, playing], show_progress="hidden",
+        timer.tick(self.tick, [recording, slider, shown],
+                   [slider, caption, *figs, shown, timer, play, playing], show_progress="hidden",
                    concurrency_id="views", concurrency_limit=4, api_visibility="private")
         gr.api(self.api_run_cuda, api_name="run_cuda", concurrency_id=GPU,
                concurrency_limit=1)

@@ -110,13 +110,19 @@ def empty(view: str, message: str | None = None) -> PlotlyJSON:
                       "yref": "paper", "font": {"size": 12, "color": "#868e96"}}])})
 
 
-def render(rec: Recording | None, i: int) -> dict[str, PlotlyJSON]:
-    """Every view at token i (clamped to the tokens recorded so far)."""
+PER_EXEC = ("pipeline", "rom")
+"""Views that change only from one EXEC to the next (a slider step within one EXEC's frames
+can leave them as they are)."""
+
+
+def render(rec: Recording | None, i: int, skip: tuple[str, ...] = ()) -> dict[str, PlotlyJSON]:
+    """Every view at token i (clamped to the tokens recorded so far), but those in `skip`."""
     if rec is None or len(rec) == 0:
-        return {v: empty(v) for v in VIEWS}
+        return {v: empty(v) for v in VIEWS if v not in skip}
     i = max(0, min(int(i), len(rec) - 1))
-    return {"trace": trace(rec, i), "registers": registers(rec, i), "memory": memory(rec, i),
-            "pipeline": pipeline(rec, i), "scheduler": scheduler(rec, i), "rom": rom(rec, i)}
+    make = {"trace": trace, "registers": registers, "memory": memory, "pipeline": pipeline,
+            "scheduler": scheduler, "rom": rom}
+    return {v: make[v](rec, i) for v in VIEWS if v not in skip}
 
 
 def caption(rec: Recording | None, i: int) -> str:
@@ -360,8 +366,8 @@ def pipeline(rec: Recording, i: int) -> PlotlyJSON:
     colors = [UNIT_COLORS[u] for u in kinds] + [ABSENT]
     data = [_heatmap(z, text, hover, colors, "x", "y", [f"lane {ln}" for ln in range(L)],
                      rows, 12)]
-    runs = rec.runs_before(i).get(block, 0)
-    title = (f"Pipeline · token {i} · EXEC B{block}, warp {warp}, lanes "
+    runs = rec.runs_before(ex.last).get(block, 0)
+    title = (f"Pipeline · EXEC B{block} at token {ex.last} · warp {warp}, lanes "
              f"{','.join(map(str, active))} (run {runs} of this block)")
     return PlotlyJSON({"data": data, "layout": _layout(
         rec, title, 300 + 16 * min(len(after), 7),
@@ -461,13 +467,14 @@ def scheduler(rec: Recording, i: int) -> PlotlyJSON:
 
 
 def rom(rec: Recording, i: int) -> PlotlyJSON:
-    """The program's blocks: four slots and a terminator each, coloured by unit; the current
-    EXEC's block outlined; how often each block ran up to token i."""
+    """The program's blocks: four slots and a terminator each, coloured by unit; the block of
+    token i's EXEC outlined; how often each block ran up to that EXEC (so the view changes
+    only from one EXEC to the next)."""
     prog = rec.program
     kinds = list(UNIT_COLORS)
     ex = rec.exec_at(i)
     current = int(ex.fields[0]) if ex is not None else None
-    runs = rec.runs_before(i)
+    runs = rec.runs_before(ex.last if ex is not None else -1)
     z, text, hover, ys = [], [], [], []
     for b, blk in enumerate(prog.blocks):
         zr, tr, hr = [], [], []
@@ -485,7 +492,7 @@ def rom(rec: Recording, i: int) -> PlotlyJSON:
         hr.append(f"B{b} terminator: {term}")
         zr.append(len(kinds))
         tr.append(str(runs.get(b, 0)))
-        hr.append(f"B{b} ran {runs.get(b, 0)} times up to token {i}")
+        hr.append(f"B{b} ran {runs.get(b, 0)} times up to this EXEC")
         z.append(zr)
         text.append(tr)
         hover.append(hr)
@@ -501,7 +508,7 @@ def rom(rec: Recording, i: int) -> PlotlyJSON:
     nb = len(prog.blocks)
     height = max(220, min(1400, 80 + 26 * nb))
     title = (f"ROM · {prog.name}: {nb} blocks, {prog.instruction_count()} instructions"
-             + (f" · token {i} runs B{current}" if current is not None else ""))
+             + (f" · EXEC B{current} at token {ex.last}" if current is not None else ""))
     return PlotlyJSON({"data": [_heatmap(z, text, hover, colors, "x", "y", xs, ys, 10)],
                        "layout": _layout(rec, title, height,
                                          margin={"l": 44, "r": 12, "t": 62, "b": 10},

@@ -100,6 +100,14 @@ def test_scrubbing_and_play(tab, dot_run) -> None:
     caption, *figs = tab.show(rec, 12)
     assert caption.startswith("token 12 of 30: `exec:2:w0:m7`")
     assert "token 12" in figs[views.VIEWS.index("registers")].layout["title"]["text"]
+    # within one EXEC's frames the pipeline and the ROM stay as they are (no redraw)
+    i = rec.tokens.index("exec:2:w0:m7")
+    *_, shown = tab.show(rec, i)
+    out = tab.show(rec, i + 2, shown)
+    skipped = [v for v, f in zip(views.VIEWS, out[1:7], strict=True)
+               if f == {"__type__": "update"}]
+    assert skipped == list(views.PER_EXEC) and out[-1] == (rec.run_id, i + 2)
+    assert tab.show(rec, i - 1, out[-1])[1 + views.VIEWS.index("rom")] != {"__type__": "update"}
     timer, button, playing, start = tab.toggle_play(False, rec, 29)
     assert playing is True and start == 0 and button["value"] == "⏸ Pause"
     nxt, caption, *rest = tab.tick(rec, 3)

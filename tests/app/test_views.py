@@ -94,7 +94,7 @@ def test_trace_pipeline_scheduler_and_rom_follow_the_token(dot) -> None:
     assert cells["fill"]["color"][0][row] == views.CHANGED
     assert "warp 0 runs block B2 with lanes 0,1,2" in cells["values"][4]
     pipe = views.pipeline(dot, i + 1)  # a write-back token still belongs to B2's EXEC
-    assert "EXEC B2, warp 0, lanes 0,1,2" in pipe.layout["title"]["text"]
+    assert f"EXEC B2 at token {i} · warp 0, lanes 0,1,2" in pipe.layout["title"]["text"]
     ys = pipe.data[0]["y"]
     assert ys[0].startswith("S0 alu+mem") and ys[-1].startswith("T  term")
     assert [row[3] for row in pipe.data[0]["z"]] == [len(views.UNIT_COLORS)] * 5  # lane 3 off
