@@ -154,7 +154,9 @@ class _Row:
                                        f"{len(generated)} tokens (at {T.body(generated[-2])})",
                                        kind)
         elif len(generated) >= token_limit:
-            last = [e for e in T.decode(generated[:-1]) if e.kind == "exec"][-1:]
+            # the limit may cut a frame: look for the last EXEC token itself, not decoded events
+            last = next((T.body(t) for t in reversed(generated) if T.body(t).startswith("exec:")),
+                        "none")
             self.outcome = LaunchError(f"the launch did not end within {token_limit} generated "
                                        f"tokens (a loop that never ends?); last block run: {last}")
 

@@ -61,7 +61,7 @@ def user_launch(file: str, name: str, block: int, args: list) -> T.Launch:
 
 def launches() -> list[list[T.Launch]]:
     """Two batches: the short prompts with a fault and a runaway launch; the register spill
-    (its 27 ROM blocks make a 643-token prompt) on its own."""
+    (its 27 ROM blocks make a 643-token prompt) with copy (316), whose 57 tokens end it."""
     rng = np.random.default_rng(0)
     fault = user_launch("oob_read.cu", "shift_left", 8,  # reads past its array: a fault
                         [[int(v) for v in rng.integers(-9, 9, 8)], {"zeros": 8}, 8])
@@ -70,7 +70,8 @@ def launches() -> list[list[T.Launch]]:
     assert spill.program.local_words > 0
     place = place_arguments(spill.ptx.params, [list(range(1, 17)), {"zeros": 4}])
     spilled = T.Launch.checked(spill.program, (1, 1), (4, 1), place, 0)
-    return [[suite_launch(n) for n in SUITE_LAUNCHES] + [fault, runaway], [spilled]]
+    return [[suite_launch(n) for n in SUITE_LAUNCHES] + [fault, runaway],
+            [spilled, suite_launch("copy")]]
 
 
 def trace(gm: GpuModel, batch: list[T.Launch], limit: int) -> tuple[list, list]:
@@ -105,12 +106,14 @@ def test_the_engine_is_the_stock_model_token_by_token(build_dir, dtype: str) -> 
             assert sparse[0][b] == stock[0][b], f"launch {b}: outcome"
             for i, (s, t) in enumerate(zip(sparse[1][b], stock[1][b], strict=True)):
                 assert s == t, f"launch {b}, generated token {i}: {s[0]} vs {t[0]}"
-        if len(batch) > 1:
-            kinds = [o[0] for o in sparse[0]]
-            assert "ModelRun" in kinds and kinds[-2:] == ["LaunchError", "LaunchError"], kinds
+        # every launch ran to its end, its fault or the limit
+        assert all(kind == "ModelRun" or "fault" in what or "did not end within" in what
+                   for kind, what, _ in sparse[0]), sparse[0]
+        if len(batch) > 2:
             assert "fault" in sparse[0][-2][1] and "did not end within" in sparse[0][-1][1]
-        else:  # the spill's local-memory frames came in the part compared
+        else:  # the spill's local-memory frames came in the part compared; copy ended
             assert any("mem:l" in tok for tok, _ in sparse[1][0]), sparse[1][0]
+            assert sparse[0][1][0] == "ModelRun" and sparse[0][1][1][-1] == T.name("end")
 
 
 def test_a_changed_weight_changes_the_engine(gpu) -> None:
@@ -162,9 +165,15 @@ def test_the_engine_computes_from_the_checkpoint_only() -> None:
 
 
 def test_a_failed_launch_says_why(gpu) -> None:
-    """A fault and a runaway launch end with their LaunchError on the engine too."""
+    """A fault and a runaway launch end with their LaunchError on the engine too, also where the
+    token limit stops a launch inside a frame."""
     fault, runaway = launches()[0][-2:]
     with pytest.raises(LaunchError, match="fault"):
         run_launch(gpu, fault)
     with pytest.raises(LaunchError, match="did not end within 12 generated tokens"):
         run_launch(gpu, runaway, token_limit=12)
+    spilled = launches()[1][0]  # a limit that cuts a frame: the error names the last block
+    stream = run_launch(gpu, spilled).generated
+    cut = next(i for i, t in enumerate(stream) if T.body(t).startswith("d1:")) + 1
+    with pytest.raises(LaunchError, match=f"within {cut} generated tokens.*last block run: exec:"):
+        run_launch(gpu, spilled, token_limit=cut)
