@@ -26,6 +26,9 @@ STOP_TOKENS = ("<|im_end|>", "<|endoftext|>", "<|im_start|>")
 """Tokens that end an assistant turn (the last is never a turn's text: a turn that starts
 another is over)."""
 
+NUMERIC = set("0123456789-[](), \n")
+"""Characters of the tokens the presence penalty spares (a number restated from a tool)."""
+
 Stop = Callable[[str], "int | None"]
 """stop(text so far) -> where to cut it and stop, or None to go on."""
 
@@ -38,7 +41,9 @@ class Sampling:
     """How the next token is chosen. Defaults: Qwen3.5's model card for non-thinking text
     (temperature 1.0, top_p 1.0, top_k 20, presence penalty 2.0); `default(thinking=True)`
     gives its thinking settings (1.0, 0.95, 20, 1.5). The presence penalty lowers every token
-    this turn already generated (the prompt is not counted), as serving stacks do."""
+    this turn already generated (the prompt is not counted), as serving stacks do — except
+    tokens of digits, minus signs, brackets, commas and spaces (`numbers_exempt`): restating a
+    tool's number such as [[19, 22], [43, 50]] repeats them, and must not be pushed away."""
 
     greedy: bool = False
     temperature: float = 1.0
@@ -47,6 +52,7 @@ class Sampling:
     presence_penalty: float = 2.0
     max_new_tokens: int = 1024
     seed: int | None = None
+    numbers_exempt: bool = True  # the penalty spares digits, signs, brackets and commas
 
     @classmethod
     def default(cls, thinking: bool = False, **changes) -> Sampling:
@@ -86,6 +92,16 @@ class TextModel:
         self.vocab = int(model.config.vocab_size)
         self.stop_ids = {tokenizer.convert_tokens_to_ids(t) for t in STOP_TOKENS}
         self.template = tokenizer.chat_template
+        self._numeric: set[int] | None = None
+
+    @property
+    def numeric(self) -> set[int]:
+        """Tokens made of digits, signs, brackets, commas and spaces only."""
+        if self._numeric is None:
+            from qgpu.chat.grammar import token_texts
+
+            self._numeric = set(token_texts(self.tokenizer, self.vocab, NUMERIC))
+        return self._numeric
 
     @classmethod
     def load(cls, build: str | Path, dtype: str | None = None, device: str = "cpu") \
@@ -139,7 +155,9 @@ class TextModel:
                 allowed = None if constrain is None else constrain(text)
                 if allowed is not None and not allowed:
                     allowed = None  # nothing continues the grammar: let the model choose
-                token = choose(logits, sampling, out, allowed, gen)
+                seen = [t for t in out if t not in self.numeric] \
+                    if sampling.numbers_exempt else out
+                token = choose(logits, sampling, seen, allowed, gen)
                 if token in self.stop_ids:
                     return
                 out.append(token)
@@ -160,8 +178,8 @@ class TextModel:
 
 def choose(logits, sampling: Sampling, generated: list[int], allowed: Sequence[int] | None,
            gen) -> int:
-    """The next token: presence penalty, allowed set, then greedy or top-k / top-p sampling
-    (on the k best only: the vocabulary is 248k tokens)."""
+    """The next token: the presence penalty on the `generated` tokens, the allowed set, then
+    greedy or top-k / top-p sampling (on the k best only: the vocabulary is 248k tokens)."""
     import torch
 
     if generated and sampling.presence_penalty:

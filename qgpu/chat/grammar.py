@@ -157,8 +157,9 @@ def _byte_decoder() -> dict[str, int]:
     return {chr(c): b for b, c in zip(bs, cs, strict=True)}
 
 
-def token_texts(tokenizer, vocab: int) -> dict[int, str]:
-    """The text of every base-vocabulary token made only of the expression's characters."""
+def token_texts(tokenizer, vocab: int, charset: set[str] = CHARSET) -> dict[int, str]:
+    """The text of every base-vocabulary token made only of `charset`'s characters (default:
+    the expression's)."""
     decoder = _byte_decoder()
     added = set(tokenizer.added_tokens_decoder)
     out = {}
@@ -169,7 +170,7 @@ def token_texts(tokenizer, vocab: int) -> dict[int, str]:
             text = bytes(decoder[c] for c in piece).decode("utf-8")
         except (KeyError, UnicodeDecodeError):
             continue
-        if text and set(text) <= CHARSET:
+        if text and set(text) <= charset:
             out[i] = text
     return out
 

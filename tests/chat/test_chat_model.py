@@ -81,6 +81,8 @@ def test_text_path_generates_base_tokens_only(text, build_dir) -> None:
     assert all(i < text.vocab for i in ids)
     with pytest.raises(UsageError, match="circuit token"):
         text.encode("<|gpu:end|>")
+    number = tok("[[19, 22], [-43, 50]]", add_special_tokens=False)["input_ids"]
+    assert set(number) <= text.numeric and not set(tok("abc")["input_ids"]) & text.numeric
 
 
 def test_merged_tokenizer_reads_chat_markup_as_the_base_does(text, build_dir) -> None:

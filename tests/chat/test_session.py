@@ -150,7 +150,7 @@ def test_scripted_model_obeys_stop_and_sampling_defaults() -> None:
 
     text = "".join(model.stream("p", Sampling(), stop_after_calls))
     assert text.rstrip().endswith("</tool_call>") and "t" not in text[-3:]
-    assert Sampling.default() == Sampling(False, 1.0, 1.0, 20, 2.0)
+    assert Sampling.default() == Sampling(False, 1.0, 1.0, 20, 2.0, numbers_exempt=True)
     assert Sampling.default(True).top_p == 0.95 and Sampling.default(True).presence_penalty == 1.5
     assert STOP_TOKENS[0] == "<|im_end|>"
 
