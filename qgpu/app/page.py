@@ -35,6 +35,7 @@ from qgpu.app.launches import (
     run_json,
     verify,
 )
+from qgpu.app.plotpanel import plot_panel, static_paths
 from qgpu.app.recording import Recording
 from qgpu.errors import QgpuError, UsageError
 
@@ -219,7 +220,7 @@ class CudaTab:
                            label=f"Token (0 … {max(n - 1, 0)})" if n else "Token")
         return (result, panels.tokens_text(rec), panels.prompt_text(rec) if not live or n == 0
                 else gr.update(), out if out is not None else gr.update(), slider,
-                views.caption(rec, i), *(figs[v] for v in views.VIEWS), rec, kernel,
+                views.caption(rec, i), *(figs[v].to_json() for v in views.VIEWS), rec, kernel,
                 None if rec is None else (rec.run_id, i))
 
     def stop(self, request: gr.Request | None = None) -> None:
@@ -241,7 +242,8 @@ class CudaTab:
             if rec.exec_at(min(i, n)) == rec.exec_at(min(int(shown[1]), n)):
                 skip = views.PER_EXEC
         figs = views.render(rec, i, skip)
-        return (views.caption(rec, i), *(figs.get(v, gr.skip()) for v in views.VIEWS),
+        return (views.caption(rec, i),
+                *(figs[v].to_json() if v in figs else gr.skip() for v in views.VIEWS),
                 None if rec is None else (rec.run_id, i))
 
     def toggle_play(self, playing: bool, rec: Recording | None, i: float | None) -> tuple:
@@ -329,8 +331,8 @@ class CudaTab:
                                elem_id="token-slider", scale=8)
             play = gr.Button("▶ Play", elem_id="token-play", scale=1, min_width=90)
         caption = gr.Markdown("", elem_id="token-caption")
-        plot = lambda v: gr.Plot(views.empty(v), label=VIEW_LABELS[v],  # noqa: E731
-                                 show_label=False, elem_id=f"view-{v}")
+        plot = lambda v: plot_panel(views.empty(v).to_json(), f"view-{v}",  # noqa: E731
+                                    VIEW_LABELS[v])
         plots = {}
         with gr.Row():
             plots["registers"], plots["memory"] = plot("registers"), plot("memory")
@@ -369,6 +371,7 @@ class CudaTab:
 
 def create_app(host: ModelHost) -> gr.Blocks:
     """The whole page over one loaded model."""
+    gr.set_static_paths(static_paths())
     with gr.Blocks(title="qgpu — CUDA on a GPU inside Qwen3.5", fill_width=True) as demo:
         gr.Markdown(INTRO)
         gr.Markdown(host.header_markdown(), elem_id="model-header")

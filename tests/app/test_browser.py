@@ -54,6 +54,15 @@ def test_run_the_dot_product_and_scrub_its_tokens(page) -> None:
     assert after != registers
     assert "token 1 of 30: val:r1:all:4" in page.inner_text("#token-caption")
     assert "exec:0:w0:m15" in page.inner_text("#view-trace")
+    # the views redraw in place: a zoom survives scrubbing (uirevision)
+    plot = "document.querySelector('#view-memory .js-plotly-plot')"
+    page.evaluate(f"window.memoryPlot = {plot}; "
+                  f"Plotly.relayout({plot}, {{'xaxis.range': [-0.5, 5.5]}})")
+    page.locator("#token-slider input[type=range]").fill("20")
+    page.wait_for_function("document.querySelector('#view-memory').innerText"
+                           ".includes('token 20')", timeout=20_000)
+    assert page.evaluate(f"window.memoryPlot === {plot}")
+    assert page.evaluate(f"{plot}._fullLayout.xaxis.range") == [-0.5, 5.5]
     assert not page.errors, page.errors
 
 
