@@ -73,3 +73,22 @@ def test_an_error_shows_in_the_page(page) -> None:
     text = page.inner_text("#cuda-result")
     assert "takes 4 parameters, 1 args were given" in text and "Traceback" not in text
     assert not page.errors, page.errors
+
+
+def test_pick_the_runaway_example_and_stop_it(page) -> None:
+    from qgpu.app.examples import EXAMPLES
+
+    label = next(e.label for e in EXAMPLES if e.expect == "runaway")
+    page.locator("#cuda-example input").click()
+    page.get_by_role("option", name=label).click()
+    page.wait_for_function("document.querySelector('#cuda-source').innerText"
+                           ".includes('never ends')", timeout=20_000)
+    assert page.input_value("#cuda-grid input") == "1"
+    page.click("#cuda-run")
+    page.wait_for_selector("#cuda-result .qg-run", timeout=60_000)
+    page.wait_for_function("document.querySelector('#token-caption').innerText"
+                           ".includes('token ')", timeout=60_000)
+    page.click("#cuda-stop")
+    page.wait_for_selector("#cuda-result .qg-err", timeout=60_000)
+    assert "Stopped by you after" in page.inner_text("#cuda-result")
+    assert not page.errors, page.errors
