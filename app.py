@@ -50,6 +50,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     ns = parse(argv)
+    os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # no telemetry
     from qgpu.app import host as H
     from qgpu.app.page import create_app, launch_options
     from qgpu.errors import QgpuError

@@ -372,7 +372,8 @@ class CudaTab:
 def create_app(host: ModelHost) -> gr.Blocks:
     """The whole page over one loaded model."""
     gr.set_static_paths(static_paths())
-    with gr.Blocks(title="qgpu — CUDA on a GPU inside Qwen3.5", fill_width=True) as demo:
+    with gr.Blocks(title="qgpu — CUDA on a GPU inside Qwen3.5", fill_width=True,
+                   analytics_enabled=False) as demo:  # no telemetry, no version check
         gr.Markdown(INTRO)
         gr.Markdown(host.header_markdown(), elem_id="model-header")
         banner = host.banner_markdown()
