@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import threading
 import time
+import traceback
 from collections.abc import Iterator
 from typing import Any
 
@@ -114,6 +115,12 @@ class CudaTab:
         try:
             yield from self._run(source, kernel, grid, block, args, dynamic_shared, check,
                                  token_limit, stop)
+        except Exception as e:  # a bug of ours: a panel in the page, the traceback in the log
+            traceback.print_exc()
+            message = f"{type(e).__name__}: {e}"
+            yield self._outputs(panels.error_html("internal", message), None,
+                                {"error": {"kind": "internal", "message": message}},
+                                kernel=gr.update())
         finally:
             if self._stops.get(key) is stop:
                 del self._stops[key]

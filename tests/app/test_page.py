@@ -119,3 +119,15 @@ def test_scrubbing_and_play(tab, dot_run) -> None:
     assert playing is False and button["value"] == "▶ Play"
     assert tab.toggle_play(True, rec, 5)[2] is False
     assert tab.show(None, 3)[0] == ""
+
+
+def test_a_bug_of_ours_is_a_panel_too(tab, monkeypatch) -> None:
+    from qgpu.app import page
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(page, "prepare", broken)
+    out = run_to_end(tab, example("dot"))
+    assert "Internal error" in out[-1][RESULT] and "RuntimeError: boom" in out[-1][RESULT]
+    assert out[-1][JSON] == {"error": {"kind": "internal", "message": "RuntimeError: boom"}}
