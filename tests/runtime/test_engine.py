@@ -41,9 +41,10 @@ extern "C" __global__ void spill16(const int *x, int *y) {
 }
 """
 """16 values live at once: more than the machine's 15 registers, so some live in local memory."""
-TOKEN_LIMIT = {"float32": 72, "bfloat16": 24}
-"""Generated tokens compared per launch (the stock path costs ~1 s a token here; a launch
-that runs longer stops at the limit on both paths, with the same error)."""
+TOKEN_LIMIT = {"float32": 60, "bfloat16": 24}
+"""Generated tokens compared per launch (the stock path costs ~1 s a step here; a launch
+that runs longer stops at the limit on both paths, with the same error). 60 covers the fault
+(49 tokens) and copy's whole launch (57)."""
 
 
 def suite_launch(name: str) -> T.Launch:
@@ -110,10 +111,11 @@ def test_the_engine_is_the_stock_model_token_by_token(build_dir, dtype: str) -> 
         assert all(kind == "ModelRun" or "fault" in what or "did not end within" in what
                    for kind, what, _ in sparse[0]), sparse[0]
         if len(batch) > 2:
-            assert "fault" in sparse[0][-2][1] and "did not end within" in sparse[0][-1][1]
+            assert "did not end within" in sparse[0][-1][1]
+            assert ("fault" in sparse[0][-2][1]) == (limit >= 49), sparse[0][-2]
         else:  # the spill's local-memory frames came in the part compared; copy ended
             assert any("mem:l" in tok for tok, _ in sparse[1][0]), sparse[1][0]
-            assert sparse[0][1][0] == "ModelRun" and sparse[0][1][1][-1] == T.name("end")
+            assert (sparse[0][1][0] == "ModelRun") == (limit >= 57), sparse[0][1]
 
 
 def test_a_changed_weight_changes_the_engine(gpu) -> None:
