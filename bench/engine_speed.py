@@ -7,8 +7,9 @@ stock transformers) costs ~1 s a token on a CPU, so it runs each workload's pref
 --stock-tokens generated tokens only; the ratios compare generated tokens/s and prefill seconds.
 Every engine run is checked against the reference stream (tokens) and must end exact.
 
-    python bench/engine_speed.py [--base tiny|2b] [--build DIR] [--dtypes float32,bfloat16]
+    python -m bench.engine_speed [--base tiny|2b] [--build DIR] [--dtypes float32,bfloat16]
                                  [--device cpu|cuda] [--stock-tokens N] [--threads T]
+                                 [--workloads dot,long,batch]
 
 The build (``python -m qgpu build``; for --base 2b a random-weight base with Qwen3.5-2B's text
 config, bfloat16) goes to build/bench/engine_<base>/ unless --build names one.
@@ -98,6 +99,8 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--stock-tokens", type=int, default=6)
     parser.add_argument("--threads", type=int, default=0)
+    parser.add_argument("--workloads", default="dot,long,batch",
+                        help="which of dot, long (prefix_sum), batch (16 launches) to run")
     ns = parser.parse_args()
     if ns.threads:
         torch.set_num_threads(ns.threads)
@@ -110,7 +113,10 @@ def main() -> None:
         dtype = "float32" if ns.base == "tiny" else "bfloat16"
         subprocess.run([sys.executable, "-m", "qgpu", "build", "--base", base, "--out",
                         str(build), "--dtype", dtype], check=True, cwd=ROOT)
-    workloads = {"dot": ["dot"], "prefix_sum (long)": ["prefix_sum"], "batch of 16": batch_of_16()}
+    chosen = ns.workloads.split(",")
+    workloads = {title: names() for key, title, names in (
+        ("dot", "dot", lambda: ["dot"]), ("long", "prefix_sum (long)", lambda: ["prefix_sum"]),
+        ("batch", "batch of 16", batch_of_16)) if key in chosen}
     print(f"{build} on {ns.device}, {torch.get_num_threads()} threads; stock path: prefill and "
           f"{ns.stock_tokens} decode steps")
     for dtype in ns.dtypes.split(","):
