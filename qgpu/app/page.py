@@ -41,7 +41,9 @@ from qgpu.app.recording import Recording
 from qgpu.errors import QgpuError, UsageError
 
 GPU = "gpu"  # the concurrency id of every event that runs the model
-STREAM_EVERY_S = 0.5  # how often a running launch updates the page
+STREAM_EVERY_S = 0.5  # how often a running launch updates its status and tokens
+VIEWS_EVERY_S = 2.0  # ... and its views and slider (redrawing six plots costs the browser)
+LIVE_EVENTS = 300  # the last events the tokens box shows while the model generates
 PLAY_EVERY_S = 0.35  # the play button's step
 
 INTRO = ("# qgpu — CUDA on a GPU compiled into Qwen3.5's weights\n"
@@ -70,6 +72,11 @@ def launch_options() -> dict[str, Any]:
     """What Gradio 6 takes at ``demo.launch`` rather than in ``gr.Blocks``."""
     return {"theme": gr.themes.Soft(primary_hue="orange", secondary_hue="blue"), "css": CSS,
             "ssr_mode": False}
+
+
+def _shown(rec: Recording | None, i: int, jsons: list[str]) -> tuple | None:
+    """What the page shows: (launch, token, a hash of each view's figure JSON)."""
+    return None if rec is None else (rec.run_id, i, tuple(hash(j) for j in jsons))
 
 
 def _session(request: gr.Request | None) -> str:
@@ -140,7 +147,7 @@ class CudaTab:
         t0 = time.perf_counter()
         yield self._outputs(panels.running_html(rec, 0.0), rec, None, kernel=kernel_update,
                             live=True)
-        last = time.perf_counter()
+        last = last_views = time.perf_counter()
         stream = self.host.stream(prep.launch, limit)
         finished: Finished | None = None
         try:
@@ -154,8 +161,11 @@ class CudaTab:
                     break
                 if time.perf_counter() - last >= STREAM_EVERY_S:
                     last = time.perf_counter()
+                    with_views = last - last_views >= VIEWS_EVERY_S
+                    last_views = last if with_views else last_views
                     yield self._outputs(panels.running_html(rec, last - t0), rec, None,
-                                        kernel=kernel_update, live=True)
+                                        kernel=kernel_update, live=True,
+                                        with_views=with_views)
         finally:
             stream.close()
         if finished is None:  # stopped: the stream ended at the next token
@@ -217,18 +227,23 @@ class CudaTab:
         return limit
 
     def _outputs(self, result: str, rec: Recording | None, out: dict | None, *, kernel,
-                 live: bool = False) -> tuple:
+                 live: bool = False, with_views: bool = True) -> tuple:
         """(result, tokens, prompt, json, slider, caption, six views, recording, kernel,
-        shown)."""
+        shown). While the model generates (`live`): the newest tokens only, the prompt once,
+        and the views and the slider only `with_views`."""
         n = len(rec) if rec is not None else 0
         i = max(n - 1, 0)
+        tokens = panels.tokens_text(rec, last=LIVE_EVENTS if live else None)
+        prompt = panels.prompt_text(rec) if not live or n == 0 else gr.skip()
+        if live and not with_views:
+            return (result, tokens, prompt, gr.skip(), gr.skip(), gr.skip(),
+                    *(gr.skip() for _ in views.VIEWS), rec, kernel, gr.skip())
         figs = views.render(rec, i)
+        jsons = [figs[v].to_json() for v in views.VIEWS]
         slider = gr.update(minimum=0, maximum=max(n - 1, 1), value=i, interactive=n > 1,
                            label=f"Token (0 … {max(n - 1, 0)})" if n else "Token")
-        return (result, panels.tokens_text(rec), panels.prompt_text(rec) if not live or n == 0
-                else gr.update(), out if out is not None else gr.update(), slider,
-                views.caption(rec, i), *(figs[v].to_json() for v in views.VIEWS), rec, kernel,
-                None if rec is None else (rec.run_id, i))
+        return (result, tokens, prompt, out if out is not None else gr.update(), slider,
+                views.caption(rec, i), *jsons, rec, kernel, _shown(rec, i, jsons))
 
     def stop(self, request: gr.Request | None = None) -> None:
         """The Stop button: the session's running launch ends at its next token."""
@@ -239,19 +254,19 @@ class CudaTab:
     # --- the views -----------------------------------------------------------------------------
 
     def show(self, rec: Recording | None, i: float | None, shown: tuple | None = None) -> tuple:
-        """The caption and the six views at token i (the slider), and what is shown now.
-        `shown` (launch, token) is what the page shows: the views that change only from one
-        EXEC to the next stay as they are within one EXEC (``gr.skip()``: no redraw)."""
+        """The caption and the six views at token i (the slider), and what the page shows then.
+        `shown` is (launch, token, a hash of each view's figure) as the page shows them now: a
+        view whose figure is the same at token i is left as it is (``gr.skip()``: no redraw;
+        the pipeline and the ROM change only from one EXEC to the next, the registers and the
+        memory only where a token writes them)."""
         i = int(i or 0)
-        skip: tuple[str, ...] = ()
-        if rec is not None and len(rec) and shown and shown[0] == rec.run_id:
-            n = len(rec) - 1
-            if rec.exec_at(min(i, n)) == rec.exec_at(min(int(shown[1]), n)):
-                skip = views.PER_EXEC
-        figs = views.render(rec, i, skip)
+        figs = views.render(rec, i)
+        jsons = [figs[v].to_json() for v in views.VIEWS]
+        before = shown[2] if rec is not None and shown and shown[0] == rec.run_id else ()
         return (views.caption(rec, i),
-                *(figs[v].to_json() if v in figs else gr.skip() for v in views.VIEWS),
-                None if rec is None else (rec.run_id, i))
+                *(gr.skip() if k < len(before) and hash(j) == before[k] else j
+                  for k, j in enumerate(jsons)),
+                _shown(rec, i, jsons))
 
     def toggle_play(self, playing: bool, rec: Recording | None, i: float | None) -> tuple:
         """Play from the slider's token (from the start if it is at the end), or pause."""
@@ -348,7 +363,7 @@ class CudaTab:
         plots["scheduler"] = plot("scheduler")
         plots["rom"] = plot("rom")
         recording = gr.State(None, time_to_live=3 * 3600)
-        shown = gr.State(None)  # (launch, token) the views show
+        shown = gr.State(None)  # (launch, token, figure hashes) the views show
         playing = gr.State(False)
         timer = gr.Timer(PLAY_EVERY_S, active=False)
         figs = [plots[v] for v in views.VIEWS]

@@ -111,13 +111,14 @@ def done_html(rec: Recording, values: list[Any], seconds, engine: str, verdict: 
     return head + verdict + params_html(rec.params, values)
 
 
-def tokens_text(rec: Recording | None, limit: int = 4000) -> str:
-    """The generated tokens, one machine event a line (its data tokens in front)."""
+def tokens_text(rec: Recording | None, limit: int = 4000, last: int | None = None) -> str:
+    """The generated tokens, one machine event a line (its data tokens in front); with `last`,
+    only the newest events."""
     if rec is None or not len(rec):
         return ""
     events, owner = rec.events()
-    lines = []
-    for e in events:
+    lines = [f"   …  {len(events) - last} events before"] if last and len(events) > last else []
+    for e in events[-last:] if last else events:
         toks = " ".join(rec.tokens[e.first:e.last + 1])
         lines.append(f"{e.first:>5}  {toks}" + (f"   = {e.value}" if e.value is not None
                                                  and e.first != e.last else ""))

@@ -110,19 +110,15 @@ def empty(view: str, message: str | None = None) -> PlotlyJSON:
                       "yref": "paper", "font": {"size": 12, "color": "#868e96"}}])})
 
 
-PER_EXEC = ("pipeline", "rom")
-"""Views that change only from one EXEC to the next (a slider step within one EXEC's frames
-can leave them as they are)."""
-
-
-def render(rec: Recording | None, i: int, skip: tuple[str, ...] = ()) -> dict[str, PlotlyJSON]:
-    """Every view at token i (clamped to the tokens recorded so far), but those in `skip`."""
+def render(rec: Recording | None, i: int) -> dict[str, PlotlyJSON]:
+    """Every view at token i (clamped to the tokens recorded so far). Only the trace and the
+    scheduler name token i; the other views' figures are the same at every token that shows
+    the same thing (so the page can leave them as they are)."""
     if rec is None or len(rec) == 0:
-        return {v: empty(v) for v in VIEWS if v not in skip}
+        return {v: empty(v) for v in VIEWS}
     i = max(0, min(int(i), len(rec) - 1))
-    make = {"trace": trace, "registers": registers, "memory": memory, "pipeline": pipeline,
-            "scheduler": scheduler, "rom": rom}
-    return {v: make[v](rec, i) for v in VIEWS if v not in skip}
+    return {"trace": trace(rec, i), "registers": registers(rec, i), "memory": memory(rec, i),
+            "pipeline": pipeline(rec, i), "scheduler": scheduler(rec, i), "rom": rom(rec, i)}
 
 
 def caption(rec: Recording | None, i: int) -> str:
@@ -234,8 +230,8 @@ def registers(rec: Recording, i: int) -> PlotlyJSON:
         axes[name(yb)] = {"domain": dom, "anchor": xb, "autorange": "reversed",
                           "showticklabels": False, "type": "category"}
     changed = int((s.regs != prev.regs).sum() + (s.preds != prev.preds).sum())
-    title = (f"Registers · token {i} · {warps} warp{'s' * (warps > 1)} × {L} lanes"
-             + (f" · {changed} changed" if changed else ""))
+    title = (f"Registers · {warps} warp{'s' * (warps > 1)} × {L} lanes"
+             + (f" · {changed} changed at this token" if changed else ""))
     return PlotlyJSON({"data": data, "layout": _layout(
         rec, title, 70 + 132 * warps, margin={"l": 110, "r": 12, "t": 62, "b": 10},
         annotations=annotations, **axes)})
@@ -301,8 +297,8 @@ def memory(rec: Recording, i: int) -> PlotlyJSON:
     scalars = ", ".join(f"{p.label} = {p.value}" for p in rec.params if not p.array)
     note = legend + (f"   scalars: {scalars}" if scalars else "")
     changed = int((s.gmem != prev.gmem).sum() + (s.smem != prev.smem).sum())
-    title = f"Memory · token {i}" + (f" · {changed} word{'s' * (changed > 1)} changed"
-                                     if changed else "")
+    title = "Memory" + (f" · {changed} word{'s' * (changed > 1)} changed at this token"
+                        if changed else "")
     return PlotlyJSON({"data": data, "layout": _layout(
         rec, title, 450, margin={"l": 48, "r": 12, "t": 84, "b": 10},
         xaxis={"domain": [0, 1], "anchor": "y", "side": "top", "type": "category"},

@@ -99,18 +99,22 @@ def test_stop_ends_a_running_launch(host) -> None:
 
 def test_scrubbing_and_play(tab, dot_run) -> None:
     rec = dot_run[-1][REC]
-    caption, *figs = tab.show(rec, 12)
+    caption, *figs, shown = tab.show(rec, 12)
     assert caption.startswith("token 12 of 30: `exec:2:w0:m7`")
-    registers = json.loads(figs[views.VIEWS.index("registers")])
-    assert "token 12" in registers["layout"]["title"]["text"]
-    # within one EXEC's frames the pipeline and the ROM stay as they are (no redraw)
-    i = rec.tokens.index("exec:2:w0:m7")
-    *_, shown = tab.show(rec, i)
-    out = tab.show(rec, i + 2, shown)
-    skipped = [v for v, f in zip(views.VIEWS, out[1:7], strict=True)
-               if f == {"__type__": "update"}]
-    assert skipped == list(views.PER_EXEC) and out[-1] == (rec.run_id, i + 2)
-    assert tab.show(rec, i - 1, out[-1])[1 + views.VIEWS.index("rom")] != {"__type__": "update"}
+    scheduler = json.loads(figs[views.VIEWS.index("scheduler")])
+    assert "token 12 of 30" in scheduler["layout"]["title"]["text"]
+    assert shown[:2] == (rec.run_id, 12) and len(shown[2]) == 6
+    # a view whose figure is unchanged is left as it is (no redraw): at the same token all
+    # six; two tokens on inside one EXEC's frames at least the pipeline and the ROM
+    again = tab.show(rec, 12, shown)
+    assert all(f == {"__type__": "update"} for f in again[1:7])
+    out = tab.show(rec, 14, shown)
+    skipped = {v for v, f in zip(views.VIEWS, out[1:7], strict=True)
+               if f == {"__type__": "update"}}
+    assert {"pipeline", "rom"} <= skipped and "trace" not in skipped
+    assert "scheduler" not in skipped and out[-1][:2] == (rec.run_id, 14)
+    assert "rom" not in {v for v, f in zip(views.VIEWS, tab.show(rec, 11, out[-1])[1:7],
+                                             strict=True) if f == {"__type__": "update"}}
     timer, button, playing, start = tab.toggle_play(False, rec, 29)
     assert playing is True and start == 0 and button["value"] == "⏸ Pause"
     nxt, caption, *rest = tab.tick(rec, 3)
