@@ -150,8 +150,8 @@ class GpuModel:
         if bool(bad.any()):
             r = int(bad.nonzero()[0, 0])
             raise LaunchError(f"bank {bank} row {r} is not exact: {data[r].tolist()}")
-        bits = (data == nx.VALUE_SCALE).long()
-        return [int(sum(int(b) << i for i, b in enumerate(row))) for row in bits]
+        bits = (data == nx.VALUE_SCALE).long()  # width <= 63: each row's value fits an int64
+        return (bits << torch.arange(width)).sum(1).tolist()
 
     def machine_state(self, states: Session, batch: int = 0) -> MachineState:
         """Registers, predicates, lane pcs and memories read from the banks' heads (one copy
