@@ -27,13 +27,12 @@ from pathlib import Path
 import torch
 
 from qgpu import protocol as T
-from qgpu.driver import place_arguments
 from qgpu.errors import LaunchError
 from qgpu.machine.interp import run_program
 from qgpu.model import tinybase
 from qgpu.runtime import GpuModel, run_batch
 from qgpu.suite.manifest import SUITE
-from qgpu.suite.runner import by_name, make_args, suite_module
+from qgpu.suite.runner import by_name, suite_launch
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -41,9 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def launch_of(name: str) -> tuple[T.Launch, list[str]]:
     """A suite kernel's launch (seed 0) and the reference stream it must generate."""
     k = by_name(name)
-    kernel = suite_module(k).kernel(name)
-    place = place_arguments(kernel.ptx.params, make_args(k, 0))
-    launch = T.Launch.checked(kernel.program, k.grid, k.block, place, k.dynamic_shared)
+    launch = suite_launch(k)[2]
     try:
         ref = run_program(launch.program, grid=k.grid, block=k.block, params=launch.params,
                           memory=launch.memory, dynamic_shared=k.dynamic_shared,

@@ -14,7 +14,14 @@ from typing import Any
 import numpy as np
 
 from qgpu import protocol as tokens
-from qgpu.driver import SUITE_DIR, CompiledModule, load_ptx, place_arguments, read_back
+from qgpu.driver import (
+    SUITE_DIR,
+    CompiledModule,
+    Placement,
+    load_ptx,
+    place_arguments,
+    read_back,
+)
 from qgpu.errors import QgpuError, UsageError
 from qgpu.suite.manifest import SUITE, SuiteKernel, by_name, source_path  # noqa: F401
 
@@ -77,6 +84,15 @@ def check_kernel(k: SuiteKernel, seed: int, module: CompiledModule | None = None
     return Check(k.name, seed, diffs["ptx"], diffs["interp"], stats)
 
 
+def suite_launch(k: SuiteKernel, seed: int = 0) -> tuple[list[Any], Placement, tokens.Launch]:
+    """A suite kernel's arguments for `seed`, their placement and its checked launch."""
+    kernel = suite_module(k).kernel(k.name)
+    args = make_args(k, seed)
+    place = place_arguments(kernel.ptx.params, args)
+    return args, place, tokens.Launch.checked(kernel.program, k.grid, k.block, place,
+                                              k.dynamic_shared)
+
+
 def token_counts(k: SuiteKernel, kernel, args: list[Any], trace: list) -> dict[str, int]:
     """Prompt and generated tokens of the launch in the model's protocol (qgpu/tokens.py)."""
     place = place_arguments(kernel.ptx.params, args)
@@ -136,11 +152,7 @@ def print_model_report(names: list[str], build: str, dtype: str | None = None,
     print(f"{'kernel':24} {'prompt':>6} {'generated':>9} {'layers':>6} {'s':>6}  result")
     runs = []
     for k in kernels:
-        kernel = suite_module(k).kernel(k.name)
-        args = make_args(k, 0)
-        place = place_arguments(kernel.ptx.params, args)
-        launch = tokens.Launch.checked(kernel.program, k.grid, k.block, place,
-                                       k.dynamic_shared)
+        args, place, launch = suite_launch(k)
         runs.append((k, args, place, launch, check_kernel(k, 0).stats.get("generated_tokens", 0)))
     runs.sort(key=lambda r: r[4])
     groups = [(checked, subset[i:i + batch])

@@ -17,7 +17,8 @@ from qgpu.driver import compile_file, compile_source, place_arguments
 from qgpu.errors import LaunchError
 from qgpu.runtime import Divergence, GpuModel, ModelRun, run_batch, run_checked, run_launch
 from qgpu.runtime import engine as engine_module
-from qgpu.suite.runner import by_name, make_args, suite_module
+from qgpu.suite import runner
+from qgpu.suite.runner import by_name
 
 USER_KERNELS = Path(__file__).parent.parent / "user_kernels"
 
@@ -48,10 +49,7 @@ that runs longer stops at the limit on both paths, with the same error). 60 cove
 
 
 def suite_launch(name: str) -> T.Launch:
-    k = by_name(name)
-    kernel = suite_module(k).kernel(name)
-    place = place_arguments(kernel.ptx.params, make_args(k, 0))
-    return T.Launch.checked(kernel.program, k.grid, k.block, place, k.dynamic_shared)
+    return runner.suite_launch(by_name(name))[2]
 
 
 def user_launch(file: str, name: str, block: int, args: list) -> T.Launch:
