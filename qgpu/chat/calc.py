@@ -17,11 +17,12 @@ becomes an ``overflow`` or ``division_by_zero`` error naming the operation. This
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any
+from typing import Any, Protocol
 
 from qgpu.chat.errors import ArithmeticFault
 from qgpu.chat.expression import Node, format_expression, parse
@@ -76,6 +77,25 @@ class LaunchRecord:
         return out
 
 
+class LaunchWatch(Protocol):
+    """Hears one model launch as it runs (the app records every chat launch this way, so its
+    views can show the state the model held after each token)."""
+
+    def token(self, i: int, token: str, session: Any) -> None:
+        """Generated token i was read back; `session`'s state holds everything up to it
+        (``GpuModel.machine_state(session)`` decodes it)."""
+
+    def done(self, run: Any, error: BaseException | None) -> None:
+        """The launch is over: its ``runtime.ModelRun`` (None if the model did not finish) and
+        the error that ended it or rejected it (a fault, the token limit, a difference from
+        the machine; None if it succeeded)."""
+
+
+Watch = Callable[[Any, Kernel, list[Any], str], "LaunchWatch | None"]
+"""watch(launch, kernel, args, what) as a model launch starts (launch: a protocol.Launch):
+the LaunchWatch that hears it, or None."""
+
+
 class Launcher:
     """Runs kernels on a backend: ``interp`` (the reference machine) or ``model`` (the GPU
     inside a merged model: `model` is a runtime.GpuModel). With `check`, each model launch is
@@ -85,24 +105,29 @@ class Launcher:
     the model did not compute exactly is never returned. The host still reads the result from
     the model's state. `token_limit` bounds a model launch's generated tokens;
     `on_token(what, n, total)` hears about the n-th generated token of a running model launch
-    (`total`: the machine's token count when checked, else None)."""
+    (`total`: the machine's token count when checked, else None). A page that shares the model
+    passes `lock` (held around each model launch) and `watch` (a LaunchWatch per launch)."""
 
     def __init__(self, backend: str = "interp", model: Any = None, *, check: bool = False,
                  token_limit: int | None = None,
-                 on_token: Callable[[str, int, int | None], None] | None = None) -> None:
+                 on_token: Callable[[str, int, int | None], None] | None = None,
+                 lock: contextlib.AbstractContextManager | None = None,
+                 watch: Watch | None = None) -> None:
         if backend not in BACKENDS:
             raise UsageError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
         if backend == "model" and model is None:
             raise UsageError("the model backend needs a merged model (--model BUILD_DIR)")
         self.backend, self.model, self.check = backend, model, check
         self.token_limit, self.on_token = token_limit, on_token
+        self.lock, self.watch = lock, watch
 
     def with_progress(self, on_token: Callable[[str, int, int | None], None] | None) \
             -> Launcher:
         """The same backend and settings reporting progress to `on_token` (a copy: launchers
         are shared between chats)."""
         return Launcher(self.backend, self.model, check=self.check,
-                        token_limit=self.token_limit, on_token=on_token)
+                        token_limit=self.token_limit, on_token=on_token, lock=self.lock,
+                        watch=self.watch)
 
     def run(self, step: Step) -> LaunchRecord:
         """One planned calculator step (a suite kernel)."""
@@ -132,18 +157,34 @@ class Launcher:
             expected, want = self._reference(launch, dynamic_shared) if self.check else \
                 (None, None)
             total = None if expected is None else len(expected)
-            report = None if self.on_token is None else \
-                (lambda i, _tok, _s: self.on_token(what, i + 1, total))
-            run = run_launch(self.model, launch, token_limit=self.token_limit or
-                             DEFAULT_TOKEN_LIMIT, expected=expected, on_token=report)
-            if self.check:
-                bad = [w for w, (m, r) in enumerate(zip(run.memory, want, strict=True))
-                       if (m - r) & 0xFFFFFFFF]
-                if bad:
-                    raise LaunchError(f"{what}: the model's launch of {kernel.name} left global "
-                                      f"word {bad[0]} = {run.memory[bad[0]]}, the machine "
-                                      f"{want[bad[0]]}")
-                exact = True
+            watch = None if self.watch is None else self.watch(launch, kernel, args, what)
+
+            def report(i: int, tok: str, session: Any) -> None:
+                if self.on_token is not None:
+                    self.on_token(what, i + 1, total)
+                if watch is not None:
+                    watch.token(i, tok, session)
+
+            run = None
+            try:
+                with self.lock if self.lock is not None else contextlib.nullcontext():
+                    run = run_launch(self.model, launch, token_limit=self.token_limit or
+                                     DEFAULT_TOKEN_LIMIT, expected=expected,
+                                     on_token=report if self.on_token or watch else None)
+                if self.check:
+                    bad = [w for w, (m, r) in enumerate(zip(run.memory, want, strict=True))
+                           if (m - r) & 0xFFFFFFFF]
+                    if bad:
+                        raise LaunchError(f"{what}: the model's launch of {kernel.name} left "
+                                          f"global word {bad[0]} = {run.memory[bad[0]]}, the "
+                                          f"machine {want[bad[0]]}")
+                    exact = True
+            except Exception as e:
+                if watch is not None:
+                    watch.done(run, e)
+                raise
+            if watch is not None:
+                watch.done(run, None)
             final = read_back(place, args, run.memory)
             generated = len(run.generated)
         return LaunchRecord(what, kernel.name, grid, block, args, final, self.backend,
