@@ -146,10 +146,31 @@ class Prepared:
         return self.kernel.name
 
     def recording(self, run_id: int = 0) -> Recording:
-        return Recording(self.name, self.launch.program, self.launch.grid, self.launch.block,
-                         self.launch.shared_words, self.params,
-                         [T.body(t) for t in T.prompt_tokens(self.launch)],
-                         Snapshot.prompt(self.launch.memory), run_id)
+        return new_recording(self.launch, self.name, self.params, run_id)
+
+
+def new_recording(launch: T.Launch, kernel: str, params: list[Param], run_id: int = 0) \
+        -> Recording:
+    """An empty recording of `launch`: what the prompt says, before any generated token (the
+    CUDA tab's runs and the chat's launches are recorded alike)."""
+    return Recording(kernel, launch.program, launch.grid, launch.block, launch.shared_words,
+                     params, [T.body(t) for t in T.prompt_tokens(launch)],
+                     Snapshot.prompt(launch.memory), run_id)
+
+
+def params_of(kernel: Kernel, place: Placement, args: list[Any], source: str = "") \
+        -> list[Param]:
+    """The views' labels for a launch's arguments: each parameter's CUDA name (from `source`,
+    when it has one) and, for an array, where the host placed it."""
+    cuda = cuda_param_names(source, kernel.name, len(kernel.ptx.params))
+    params = []
+    for i, arg in enumerate(args):
+        array = None
+        if i in place.arrays:
+            addr, words = place.arrays[i]
+            array = (addr // limits.WORD_BYTES, words)
+        params.append(Param(i, cuda[i] if i < len(cuda) else "", array, arg))
+    return params
 
 
 def prepare(req: Request) -> Prepared:
@@ -167,15 +188,7 @@ def prepare(req: Request) -> Prepared:
     program = kernel.program
     place = place_arguments(kernel.ptx.params, req.args)
     launch = T.Launch.checked(program, req.grid, req.block, place, req.dynamic_shared)
-    cuda = cuda_param_names(req.source, kernel.name, len(kernel.ptx.params))
-    params = []
-    for i, arg in enumerate(req.args):
-        array = None
-        if i in place.arrays:
-            addr, words = place.arrays[i]
-            array = (addr // limits.WORD_BYTES, words)
-        params.append(Param(i, cuda[i], array, arg))
-    return Prepared(req, kernel, place, launch, params)
+    return Prepared(req, kernel, place, launch, params_of(kernel, place, req.args, req.source))
 
 
 # --- running on the model ---------------------------------------------------------------------
