@@ -1,5 +1,6 @@
 """``python app.py``: serve the qgpu web app — a CUDA editor whose kernels run on the GPU
-compiled into a Qwen3.5 model, with plotly views of the model's state after every token.
+compiled into a Qwen3.5 model, with plotly views of the model's state after every token, and a
+chat whose numbers come from launches on that GPU.
 
     python app.py                       # Qwen/Qwen3.5-2B if built or reachable, else tiny
     python app.py --base tiny           # build the tiny base with the GPU (cached), serve it

@@ -1,11 +1,13 @@
 """The Gradio page: a header saying what is loaded, and tabs — the CUDA tab (editor, examples,
 launch settings, Run/Stop, the result, the tokens, and the six views with a token slider and
-play). ``create_app(host)`` builds it; ``launch_options()`` holds what Gradio 6 takes at
-``launch`` (theme, css). A chat tab (a later issue) is one more ``gr.Tab`` in ``create_app``.
+play) and the chat tab (``chat_tab.py``: a chat whose numbers come from launches on the same
+model, each launch openable in the CUDA tab's views). ``create_app(host)`` builds it;
+``launch_options()`` holds what Gradio 6 takes at ``launch`` (theme, css).
 
-Every event function is a method of ``CudaTab`` that tests call directly. The run is also the
-``run_cuda`` API endpoint (the CLI's JSON object). Events that use the model share one
-concurrency id ("gpu", one at a time); the views' events do not touch the model.
+Every event function is a method of ``CudaTab`` (``ChatTab`` for the chat) that tests call
+directly. The run is also the ``run_cuda`` API endpoint (the CLI's JSON object). Events that use
+the model share one concurrency id ("gpu", one at a time); the views' events do not touch the
+model.
 """
 
 from __future__ import annotations
@@ -15,12 +17,12 @@ import threading
 import time
 import traceback
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gradio as gr
 
 from qgpu import protocol as T
-from qgpu.app import panels, views
+from qgpu.app import chat_tab, panels, views
 from qgpu.app.examples import DEFAULT, EXAMPLES, by_label
 from qgpu.app.host import ModelHost
 from qgpu.app.launches import (
@@ -40,6 +42,9 @@ from qgpu.app.plotpanel import plot_panel, static_paths
 from qgpu.app.recording import Recording
 from qgpu.errors import QgpuError, UsageError
 
+if TYPE_CHECKING:
+    from qgpu.chat.generate import Generator
+
 GPU = "gpu"  # the concurrency id of every event that runs the model
 STREAM_EVERY_S = 0.5  # how often a running launch updates its status and tokens
 VIEWS_EVERY_S = 2.0  # ... and its views and slider (redrawing six plots costs the browser)
@@ -51,7 +56,7 @@ INTRO = ("# qgpu — CUDA on a GPU compiled into Qwen3.5's weights\n"
          "inputs as prompt tokens; **the model writes the launch itself**, one token per step, "
          "and every result and every view below is read from the model's recurrent state.")
 
-CSS = panels.STYLE + """
+CSS = panels.STYLE + chat_tab.CSS + """
 #model-banner {background: #fff9db; border: 1px solid #ffe066; border-radius: 8px;
   padding: 2px 12px;}
 #model-header {font-size: 14px;}
@@ -85,6 +90,8 @@ def _session(request: gr.Request | None) -> str:
 
 class CudaTab:
     """The CUDA tab's components and event functions, over one shared ModelHost."""
+
+    LAUNCH_OUTPUTS = 6 + len(views.VIEWS) + 2  # how many ``launch_outputs()`` there are
 
     def __init__(self, host: ModelHost) -> None:
         self.host = host
@@ -143,7 +150,7 @@ class CudaTab:
             return
         kernel_update = gr.update(choices=kernel_names(source),
                                   value=prep.name)
-        rec = prep.recording(next(self._run_ids))
+        rec = prep.recording(self.new_run_id())
         t0 = time.perf_counter()
         yield self._outputs(panels.running_html(rec, 0.0), rec, None, kernel=kernel_update,
                             live=True)
@@ -244,6 +251,26 @@ class CudaTab:
                            label=f"Token (0 … {max(n - 1, 0)})" if n else "Token")
         return (result, tokens, prompt, out if out is not None else gr.update(), slider,
                 views.caption(rec, i), *jsons, rec, kernel, _shown(rec, i, jsons))
+
+    def new_run_id(self) -> int:
+        """A launch's number on this page (the views' zoom is kept per launch)."""
+        return next(self._run_ids)
+
+    def show_launch(self, rec: Recording, result: str, out: dict) -> tuple:
+        """A launch recorded elsewhere (the chat's) as the tab shows a finished run, at its
+        last token: the outputs for ``launch_outputs()``."""
+        *head, _kernel, shown = self._outputs(result, rec, out, kernel=gr.skip())
+        return (*head, shown)
+
+    def editor_outputs(self) -> list[gr.components.Component]:
+        """The launch's fields: example picker, source, kernel, grid, block, arguments,
+        dynamic shared bytes."""
+        return list(self._editor)
+
+    def launch_outputs(self) -> list[gr.components.Component]:
+        """What shows a launch: result, tokens, prompt, JSON, slider, caption, the six views,
+        the recording and what the views show (``show_launch``'s order)."""
+        return list(self._launch)
 
     def stop(self, request: gr.Request | None = None) -> None:
         """The Stop button: the session's running launch ends at its next token."""
@@ -367,6 +394,8 @@ class CudaTab:
         playing = gr.State(False)
         timer = gr.Timer(PLAY_EVERY_S, active=False)
         figs = [plots[v] for v in views.VIEWS]
+        self._editor = [example, source, kernel, grid, block, args, shared]
+        self._launch = [result, tokens, prompt, as_json, slider, caption, *figs, recording, shown]
 
         example.input(self.pick_example, example, [source, kernel, grid, block, args, shared],
                       api_visibility="private")
@@ -391,8 +420,10 @@ class CudaTab:
                concurrency_limit=1)
 
 
-def create_app(host: ModelHost) -> gr.Blocks:
-    """The whole page over one loaded model."""
+def create_app(host: ModelHost, chat_generator: Generator | None = None) -> gr.Blocks:
+    """The whole page over one loaded model. `chat_generator`: the chat's language model
+    (default: the build's text path, loaded at the first message); tests pass a
+    ``generate.ScriptedModel`` so the text is known and the launches are real."""
     gr.set_static_paths(static_paths())
     with gr.Blocks(title="qgpu — CUDA on a GPU inside Qwen3.5", fill_width=True,
                    analytics_enabled=False) as demo:  # no telemetry, no version check
@@ -401,8 +432,11 @@ def create_app(host: ModelHost) -> gr.Blocks:
         banner = host.banner_markdown()
         if banner:
             gr.Markdown(banner, elem_id="model-banner")
-        with gr.Tabs(elem_id="tabs"):
+        with gr.Tabs(elem_id="tabs") as tabs:
             with gr.Tab("CUDA", id="cuda", elem_id="tab-cuda"):
-                CudaTab(host).build()
+                cuda = CudaTab(host)
+                cuda.build()
+            with gr.Tab("Chat", id="chat", elem_id="tab-chat"):
+                chat_tab.ChatTab(host, cuda, chat_generator).build(tabs)
     demo.queue(default_concurrency_limit=1)
     return demo
