@@ -1,7 +1,8 @@
 """A real browser (Debian's chromium driven by Python playwright; .ci/run installs chromium)
 against the app served in-process: open the page, run the dot-product example, see 32, see
-the six plots render, move the token slider and see the registers change — with no script
-error on the page."""
+the six plots render, move the token slider and see the registers change; in the chat tab
+(its assistant scripted: conftest.DOT_TURNS) send a message, see the tool call's box with the
+GPU's result, open its launch in the CUDA tab's views — with no script error on the page."""
 
 from __future__ import annotations
 
@@ -91,4 +92,31 @@ def test_pick_the_runaway_example_and_stop_it(page) -> None:
     page.click("#cuda-stop", timeout=60_000)
     page.wait_for_selector("#cuda-result .qg-err", timeout=60_000)
     assert "Stopped by you after" in page.inner_text("#cuda-result")
+    assert not page.errors, page.errors
+
+
+def test_chat_a_gpu_call_then_open_its_launch_in_the_views(page) -> None:
+    page.get_by_role("tab", name="Chat").click()
+    page.fill("#chat-input textarea", "What is the dot product of [1,2,3] and [4,5,6]?")
+    page.press("#chat-input textarea", "Enter")
+    chatbot = "document.querySelector('#chatbot').innerText"
+    page.wait_for_function(f"{chatbot}.includes('GPU: dot([1, 2, 3], [4, 5, 6])')",
+                           timeout=60_000)
+    page.wait_for_function(f"{chatbot}.includes('= 32 · 1 launch, 76 generated tokens')",
+                           timeout=60_000)
+    page.get_by_text("GPU: dot([1, 2, 3], [4, 5, 6])").click()  # unfold the call's box
+    page.wait_for_function(f"{chatbot}.includes('Result: 32')", timeout=20_000)
+    text = page.inner_text("#chatbot")
+    assert "The dot product of [1, 2, 3] and [4, 5, 6] is 32." in text
+    assert "exact ✓" in text and "Traceback" not in text
+    page.get_by_role("button", name="Open launch 1 (calc_dot) in the views").click()
+    page.wait_for_function("document.querySelector('#cuda-result').innerText"
+                           ".includes('From the chat: launch 1')", timeout=30_000)
+    assert page.is_visible("#cuda-run")  # the CUDA tab is the one shown
+    assert "calc_dot" in page.inner_text("#cuda-source")
+    page.wait_for_function("document.querySelector('#token-caption').innerText"
+                           ".includes('token 75 of 76')", timeout=20_000)
+    page.wait_for_function("document.querySelector('#view-scheduler').innerText"
+                           ".includes('token 75 of 76')", timeout=20_000)
+    assert "out (g" in page.inner_text("#view-memory")  # the legend names calc_dot's arrays
     assert not page.errors, page.errors
