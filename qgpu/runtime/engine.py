@@ -75,9 +75,10 @@ class Projection:
     def __matmul__(self, x: torch.Tensor) -> torch.Tensor:
         """self @ x in float32: every sum the circuit makes is exact there, so rounding to the
         model dtype afterwards is the stock linear's one rounding."""
-        if self.cols is None:
-            return self.matrix @ x.float()
-        return self.matrix @ x.float().index_select(0, self.cols)
+        x = x.float() if self.cols is None else x.float().index_select(0, self.cols)
+        if x.shape[1] == 1:  # one token: the matrix-vector kernel (no matrix product set-up)
+            return torch.mv(self.matrix, x[:, 0])[:, None]
+        return self.matrix @ x
 
     def tensors(self) -> list[torch.Tensor]:
         if self.cols is None:
@@ -100,7 +101,8 @@ class EngineLayer:
     A_log: torch.Tensor  # [kept heads], model dtype
     dt_bias: torch.Tensor
     g: torch.Tensor | None  # the decay's log when the a rows are empty (a = 0 for any input)
-    unit_decay: bool  # that constant decay is exactly 1 (multiplying by it changes nothing)
+    decay: torch.Tensor | None  # exp(g) as a step multiplies the state by it ([heads, 1, 1]);
+    # None when it is exactly 1 (multiplying changes nothing) or not a constant
     norm_weight: torch.Tensor  # Qwen3_5RMSNormGated's weight, model dtype
     out: Projection  # [K, kept heads * kept channels]
     gate_up: Projection  # [2 * kept neurons, K]
@@ -201,7 +203,7 @@ class Engine:
                 channels=int(t[p + "channels"]), proj=csr(p + "proj"), conv=held(t[p + "conv"]),
                 A_log=t[p + "A_log"].to(device=device, dtype=dtype),
                 dt_bias=t[p + "dt_bias"].to(device=device, dtype=dtype), g=None,
-                unit_decay=False, norm_weight=t[p + "norm"].to(device=device, dtype=dtype),
+                decay=None, norm_weight=t[p + "norm"].to(device=device, dtype=dtype),
                 out=csr(p + "out"), gate_up=csr(p + "gate_up"), down=csr(p + "down"),
                 neurons=int(t[p + "down.shape"][1])))
             layer = layers[-1]
@@ -210,7 +212,8 @@ class Engine:
                 # a = 0 whatever the input (no weight in its rows): the decay is a constant
                 layer.g = -layer.A_log.float().exp() * F.softplus(
                     torch.zeros(nh, device=device) + layer.dt_bias)
-                layer.unit_decay = bool((layer.g.exp() == 1).all())
+                decay = layer.g.exp()
+                layer.decay = None if bool((decay == 1).all()) else decay[:, None, None]
         embed = (t["embed.base"].to(device), t["embed.cols"].to(device), t["embed.vals"].to(device))
         select = (t["select.dims"].to(device), scale("select.norm"),
                   held(t["select.rows"]))
@@ -280,16 +283,16 @@ class Engine:
         qkv, z, b, a = y.split([nh * (2 * dk + nc), nh * nc, nh, nh])
         mixed = F.silu(self._conv(i, layer, qkv, state, prefill).to(dt))
         beta = b.T.reshape(B, T, nh).sigmoid()
-        g = layer.g.expand(B, T, nh) if layer.g is not None else \
-            -layer.A_log.float().exp() * F.softplus(a.T.reshape(B, T, nh).float() + layer.dt_bias)
         if prefill:  # transformers' chunked rule, as the stock path's first pass runs it
             q, k, v = (m.T.reshape(B, T, nh, -1) for m in mixed.split([nh * dk, nh * dk, nh * nc]))
+            g = layer.g.expand(B, T, nh) if layer.g is not None else \
+                self._log_decay(layer, a).view(B, T, nh)
             core, state.recurrent[i] = CHUNK_RULE(
                 q, k, v, g=g, beta=beta, initial_state=None, output_final_state=True,
                 use_qk_l2norm_in_kernel=True)
             core = core.reshape(B * T * nh, nc)
         else:
-            core = self._delta_step(i, layer, mixed, g[:, 0], beta[:, 0], state, B)
+            core = self._delta_step(i, layer, mixed, a, beta[:, 0], state, B)
         # Qwen3_5RMSNormGated over whole heads: the channels not kept are zeros, padded back
         # for the mean; elementwise, only the kept channels are computed
         x = core.float()
@@ -299,7 +302,13 @@ class Engine:
         normed = (x * F.silu(gate)).to(dt).reshape(B * T, nh * nc)
         return (layer.out @ normed.T).to(dt)
 
-    def _delta_step(self, i: int, layer: EngineLayer, mixed: torch.Tensor, g: torch.Tensor,
+    @staticmethod
+    def _log_decay(layer: EngineLayer, a: torch.Tensor) -> torch.Tensor:
+        """The gate g = -exp(A_log) * softplus(a + dt_bias) of every token ([B * T, heads] from
+        the a rows [heads, B * T]), as Qwen3_5GatedDeltaNet computes it."""
+        return -layer.A_log.float().exp() * F.softplus(a.T.float() + layer.dt_bias)
+
+    def _delta_step(self, i: int, layer: EngineLayer, mixed: torch.Tensor, a: torch.Tensor,
                     beta: torch.Tensor, state: EngineState, B: int) -> torch.Tensor:
         """One token of transformers' torch_recurrent_gated_delta_rule (l2-normalised q and k,
         q / sqrt(dk), decay, delta rule, read after write) on the kept heads and channels, q and
@@ -313,8 +322,10 @@ class Engine:
         q, k = qk[:, 0] / (dk ** 0.5), qk[:, 1]  # [B, heads, 1, dk]
         v = mixed[2 * nh * dk:].T.reshape(B, nh, 1, nc).float()
         S = state.recurrent[i]
-        if not layer.unit_decay:
-            S = S * g.exp()[..., None, None]  # (a decay of exactly 1 leaves S as it is)
+        if layer.g is None:
+            S = S * self._log_decay(layer, a).exp()[..., None, None]
+        elif layer.decay is not None:  # (a decay of exactly 1 leaves S as it is)
+            S = S * layer.decay
         delta = (v - k @ S) * beta.float()[..., None, None]
         S = torch.baddbmm(S.flatten(0, 1), k.flatten(0, 1).mT, delta.flatten(0, 1)).view_as(S)
         state.recurrent[i] = S
@@ -337,7 +348,10 @@ class Engine:
         the norm ((1 + w) = 0 elsewhere), and of those only the nonzero ones add anything."""
         x = self._norm(h, self.select_scale)[self.select_dims].float()
         live = x.any(1).nonzero().flatten()
-        return (x[live].T @ self.select_rows[live]).to(self.dtype).float()
+        rows = self.select_rows[live]
+        if x.shape[1] == 1:  # one token: a matrix-vector product over the transposed rows
+            return torch.mv(rows.T, x[live, 0]).to(self.dtype).float()[None]
+        return (x[live].T @ rows).to(self.dtype).float()
 
     def resident_bytes(self) -> int:
         """Bytes the engine holds (weights and embedding; not the per-launch state)."""
