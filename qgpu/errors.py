@@ -3,13 +3,15 @@
 Every failure a user can cause maps to one ``kind`` that the CLI reports verbatim in its JSON
 (``{"error": {"kind": ..., "message": ...}}``): the kind says whose move it is (fix the source,
 use a supported feature, shrink the kernel, fix the launch, fix the command line).
+docs/ERRORS.md lists the kinds and the host's input limits.
 """
 
 from __future__ import annotations
 
 
 class QgpuError(Exception):
-    """Base class: ``kind`` is one of compile, unsupported, resource, launch, usage."""
+    """Base class: ``kind`` is one of compile, unsupported, resource, launch, usage (and
+    internal: an unexpected failure inside qgpu, which the CLI reports the same way)."""
 
     kind = "internal"
 
@@ -57,3 +59,8 @@ class UsageError(QgpuError):
     """Bad command line or API arguments."""
 
     kind = "usage"
+
+
+class ArgumentTypeError(UsageError, TypeError):
+    """An API argument of the wrong type (``except TypeError`` catches it too); the message
+    names the parameter."""

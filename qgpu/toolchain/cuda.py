@@ -9,7 +9,8 @@ call.uni wrappers and generic loads; sm_100+ switches NVRTC to a different backe
 
 from __future__ import annotations
 
-import ctypes
+import atexit
+import contextlib
 import functools
 import importlib.util
 import os
@@ -22,7 +23,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from qgpu.errors import CompileError, UsageError
+from qgpu.errors import ArgumentTypeError, CompileError, QgpuError, ResourceError, UsageError
+from qgpu.toolchain import nvrtc_worker
 
 NVRTC_WHEEL = "nvidia-cuda-nvrtc==13.5.37"
 COMPILERS = ("nvrtc", "nvcc", "clang")
@@ -41,7 +43,12 @@ CLANG_PTX_FEATURE = (
     ("-Xclang", "-target-feature", "-Xclang", "+ptx64"),
 )
 CLANG_HEADER = Path(__file__).with_name("cuda_clang.h")
-SUBPROCESS_TIMEOUT_S = 300
+# Host limits on what the compilers get (docs/ERRORS.md): the largest suite kernel is 1.5 KB
+# and compiles in ~20 ms; a source of megabytes or one that makes the compiler work for minutes
+# is a mistake or an attack, and is stopped with an error naming the limit.
+MAX_SOURCE_BYTES = 256 * 1024
+COMPILE_TIME_LIMIT_S = 60.0
+_WORKER_SCRIPT = Path(nvrtc_worker.__file__)
 
 _NVRTC_SUCCESS = 0
 _NVRTC_ERROR_COMPILATION = 6
@@ -51,8 +58,10 @@ _CLANG_PROBE = (
 )
 
 _DISCOVERY_LOCK = threading.Lock()
-# NVRTC promises nothing about concurrent compilations; ~20-50 ms each, so serialise them.
+# NVRTC promises nothing about concurrent compilations; ~20-50 ms each, so one worker process
+# serves them one at a time (_WORKER, guarded by _NVRTC_LOCK).
 _NVRTC_LOCK = threading.Lock()
+_WORKER: _Worker | None = None
 
 
 @dataclass(frozen=True)
@@ -64,10 +73,15 @@ class PtxResult:
     version: str
     log: str  # warnings; empty when the compiler said nothing
 
+    @property
+    def warnings(self) -> list[str]:
+        """The log as one entry per diagnostic (with its source lines), for display."""
+        return split_log(self.log)
+
 
 @dataclass(frozen=True)
 class _Nvrtc:
-    lib: ctypes.CDLL
+    library: str  # the libnvrtc the worker loaded
     version: str  # major.minor from nvrtcVersion
 
 
@@ -83,26 +97,105 @@ def available_compilers() -> list[str]:
     return [name for name in COMPILERS if _discover(name) is not None]
 
 
-def compile_cuda(source: str, *, filename: str = "kernel.cu", compiler: str = "auto") -> PtxResult:
+def compile_cuda(source: str, *, filename: str = "kernel.cu", compiler: str = "auto",
+                 time_limit: float = COMPILE_TIME_LIMIT_S) -> PtxResult:
     """Compile CUDA C++ to PTX for compute_75; errors carry the compiler's log and lines.
 
     ``filename`` is the name the compiler's messages use. ``compiler`` is "auto" or one of
     ``COMPILERS``; an explicitly requested compiler that is missing is an error, not a fallback.
+    The source is checked first (``check_source``); a compile that runs longer than
+    ``time_limit`` seconds is stopped (ResourceError).
     """
+    if not isinstance(filename, str) or not filename or re.search(r"[\x00-\x1f]", filename):
+        raise ArgumentTypeError(f"filename must be a file name (a str without control "
+                                f"characters), got {filename!r:.80}")
+    if not isinstance(compiler, str):
+        raise ArgumentTypeError(f"compiler must be a str ('auto' or one of "
+                                f"{', '.join(COMPILERS)}), got {type(compiler).__name__}")
+    if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float)) \
+            or not 0 < time_limit < float("inf"):
+        raise ArgumentTypeError(f"time_limit must be a positive number of seconds, got "
+                                f"{time_limit!r:.80}")
+    source = check_source(source, filename)
     if compiler == "auto":
         for name in COMPILERS:
             tool = _discover(name)
             if tool is not None:
-                return _compile_with(tool, source, filename)
+                return _compile_with(tool, source, filename, time_limit)
         raise CompileError(_install_message())
     if compiler not in COMPILERS:
         raise UsageError(
-            f"unknown compiler {compiler!r}: use 'auto' or one of {', '.join(COMPILERS)}"
+            f"unknown compiler {compiler!r:.80}: use 'auto' or one of {', '.join(COMPILERS)}"
         )
     tool = _discover(compiler)
     if tool is None:
         raise CompileError(f"compiler {compiler!r} is not available: {_missing_hint(compiler)}")
-    return _compile_with(tool, source, filename)
+    return _compile_with(tool, source, filename, time_limit)
+
+
+def decode_source(data: bytes, filename: str) -> str:
+    """A source file's bytes as text: UTF-8 (a leading byte-order mark is dropped); anything
+    else is a CompileError naming the first bad byte's offset, line and column."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise CompileError(
+            f"{filename}:{line}:{column}: not UTF-8 text (byte 0x{data[exc.start]:02x} at byte "
+            f"offset {exc.start}); save the source as UTF-8"
+        ) from None
+
+
+def check_source(source: str, filename: str) -> str:
+    """The source as the compilers get it, or an error naming the problem and its place: a str
+    (ArgumentTypeError), at most MAX_SOURCE_BYTES of UTF-8 (ResourceError), no NUL character
+    (NVRTC would stop reading there and compile the rest silently away) and no lone surrogate
+    (CompileError). A leading byte-order mark is dropped (NVRTC calls it an unrecognized
+    token)."""
+    if not isinstance(source, str):
+        hint = " (decode it, or use compile_file)" if isinstance(source, bytes) else ""
+        raise ArgumentTypeError(f"source must be a str, got "
+                                f"{type(source).__name__}{hint}")
+    source = source.removeprefix("\ufeff")
+    try:
+        size = len(source.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        raise CompileError(f"{_place(source, exc.start, filename)}: the character "
+                           f"U+{ord(source[exc.start]):04X} (a lone surrogate) has no UTF-8 "
+                           f"form") from None
+    if size > MAX_SOURCE_BYTES:
+        raise ResourceError(f"{filename} has {size:,} bytes; sources (CUDA or PTX) are at "
+                            f"most {MAX_SOURCE_BYTES:,} bytes (256 KiB)")
+    nul = source.find("\0")
+    if nul >= 0:
+        raise CompileError(f"{_place(source, nul, filename)}: a NUL character (byte offset "
+                           f"{len(source[:nul].encode())}); a CUDA source is text")
+    return source
+
+
+def _place(source: str, index: int, filename: str) -> str:
+    """``file:line:column`` of a character index."""
+    line = source.count("\n", 0, index) + 1
+    return f"{filename}:{line}:{index - (source.rfind(chr(10), 0, index) + 1) + 1}"
+
+
+def split_log(log: str) -> list[str]:
+    """A compiler log as one entry per diagnostic: an entry starts at a line that names a
+    place (``file(3): warning``, ``file:3:5: warning``, ``nvcc warning :``) and takes the
+    source and caret lines after it; blank lines, the closing counts and NVRTC's "can be
+    suppressed" remark are dropped."""
+    entries: list[str] = []
+    for line in log.splitlines():
+        if not line.strip() or re.fullmatch(r"\d+ (warnings?|errors?)( and \d+ \w+)? "
+                                            r"(generated|detected).*", line.strip()) \
+                or line.startswith("Remark: The warnings can be suppressed"):
+            continue
+        if entries and line[:1].isspace():
+            entries[-1] += "\n" + line
+        else:
+            entries.append(line)
+    return entries
 
 
 def _discover(name: str) -> _Nvrtc | str | _Clang | None:
@@ -113,12 +206,13 @@ def _discover(name: str) -> _Nvrtc | str | _Clang | None:
     return _clang()
 
 
-def _compile_with(tool: _Nvrtc | str | _Clang, source: str, filename: str) -> PtxResult:
+def _compile_with(tool: _Nvrtc | str | _Clang, source: str, filename: str,
+                  time_limit: float) -> PtxResult:
     if isinstance(tool, _Nvrtc):
-        return _compile_nvrtc(tool, source, filename)
+        return _compile_nvrtc(tool, source, filename, time_limit)
     if isinstance(tool, _Clang):
-        return _compile_clang(tool, source, filename)
-    return _compile_nvcc(tool, source, filename)
+        return _compile_clang(tool, source, filename, time_limit)
+    return _compile_nvcc(tool, source, filename, time_limit)
 
 
 def _install_message() -> str:
@@ -146,7 +240,7 @@ def _missing_hint(name: str) -> str:
     return "put clang (LLVM, with the NVPTX target) on PATH or set QGPU_CLANG to it"
 
 
-# --- NVRTC through ctypes -------------------------------------------------------------------
+# --- NVRTC in a worker process --------------------------------------------------------------
 
 
 def _nvrtc() -> _Nvrtc | None:
@@ -156,17 +250,21 @@ def _nvrtc() -> _Nvrtc | None:
 
 @functools.cache
 def _load_nvrtc(env: str | None) -> _Nvrtc | None:
-    """Load libnvrtc once (QGPU_NVRTC, else the pip wheel); None when absent or unloadable."""
+    """Start the NVRTC worker once (QGPU_NVRTC, else the pip wheel's library); None when no
+    libnvrtc loads. The worker stays up for this process's later compiles."""
+    global _WORKER
     candidates = [Path(env)] if env else _wheel_nvrtc_libraries()
-    for path in candidates:
-        try:
-            lib = _open_nvrtc(path)
-        except (OSError, AttributeError):  # not loadable, or not an NVRTC library
-            continue
-        major, minor = ctypes.c_int(), ctypes.c_int()
-        if lib.nvrtcVersion(ctypes.byref(major), ctypes.byref(minor)) == _NVRTC_SUCCESS:
-            return _Nvrtc(lib, f"{major.value}.{minor.value}")
-    return None
+    if not candidates:
+        return None
+    try:
+        worker, hello = _Worker.start([str(p) for p in candidates], COMPILE_TIME_LIMIT_S)
+    except (OSError, QgpuError):
+        return None
+    if worker is None:
+        return None
+    with _NVRTC_LOCK:
+        _WORKER = worker
+    return _Nvrtc(hello["library"], hello["version"])
 
 
 def _wheel_nvrtc_libraries() -> list[Path]:
@@ -187,67 +285,99 @@ def _wheel_nvrtc_libraries() -> list[Path]:
     return sorted(found, key=lambda p: [int(n) for n in re.findall(r"\d+", p.name)], reverse=True)
 
 
-def _open_nvrtc(path: Path) -> ctypes.CDLL:
-    """dlopen libnvrtc after its builtins library, which some wheels cannot find alone."""
-    if sys.platform == "win32":
-        os.add_dll_directory(str(path.parent))
-    pattern = "nvrtc-builtins64_*.dll" if sys.platform == "win32" else "libnvrtc-builtins.so*"
-    for builtins in sorted(path.parent.glob(pattern)):
-        ctypes.CDLL(str(builtins), mode=getattr(ctypes, "RTLD_GLOBAL", 0))
-    lib = ctypes.CDLL(str(path))
-    p, vp, sz = ctypes.c_char_p, ctypes.c_void_p, ctypes.c_size_t
-    signatures = {
-        "nvrtcVersion": [ctypes.POINTER(ctypes.c_int)] * 2,
-        "nvrtcCreateProgram": [ctypes.POINTER(vp), p, p, ctypes.c_int, vp, vp],
-        "nvrtcCompileProgram": [vp, ctypes.c_int, ctypes.POINTER(p)],
-        "nvrtcGetPTXSize": [vp, ctypes.POINTER(sz)],
-        "nvrtcGetPTX": [vp, p],
-        "nvrtcGetProgramLogSize": [vp, ctypes.POINTER(sz)],
-        "nvrtcGetProgramLog": [vp, p],
-        "nvrtcDestroyProgram": [ctypes.POINTER(vp)],
-    }
-    for name, argtypes in signatures.items():
-        fn = getattr(lib, name)
-        fn.argtypes, fn.restype = argtypes, ctypes.c_int
-    lib.nvrtcGetErrorString.argtypes, lib.nvrtcGetErrorString.restype = [ctypes.c_int], p
-    return lib
+class _Worker:
+    """The host's side of one ``nvrtc_worker.py`` process (its docstring has the protocol)."""
 
+    def __init__(self, proc: subprocess.Popen) -> None:
+        self.proc = proc
+        self.owner = os.getpid()  # a forked child must not talk to its parent's worker
 
-def _compile_nvrtc(nvrtc: _Nvrtc, source: str, filename: str) -> PtxResult:
-    lib = nvrtc.lib
-
-    def check(rc: int, what: str) -> None:
-        if rc != _NVRTC_SUCCESS:
-            message = (lib.nvrtcGetErrorString(rc) or b"?").decode()
-            raise CompileError(f"nvrtc: {what} failed for {filename}: {message}")
-
-    options = [opt.encode() for opt in NVRTC_OPTIONS]
-    prog = ctypes.c_void_p()
-    with _NVRTC_LOCK:
-        check(
-            lib.nvrtcCreateProgram(
-                ctypes.byref(prog), source.encode(), filename.encode(), 0, None, None
-            ),
-            "nvrtcCreateProgram",
+    @classmethod
+    def start(cls, libraries: list[str], time_limit: float) -> tuple[_Worker | None, dict]:
+        """A running worker and its hello, or (None, hello) when no library loaded."""
+        proc = subprocess.Popen(
+            [sys.executable, "-I", "-S", str(_WORKER_SCRIPT), *libraries],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
         )
+        worker = cls(proc)
+        hello = worker._exchange(None, time_limit, "starting NVRTC")
+        if "error" in hello:
+            worker.stop()
+            return None, hello
+        atexit.register(worker.kill)
+        return worker, hello
+
+    def usable(self) -> bool:
+        return self.owner == os.getpid() and self.proc.poll() is None
+
+    def compile(self, source: str, filename: str, time_limit: float) -> dict:
+        request = {"source": source, "filename": filename, "options": list(NVRTC_OPTIONS)}
+        return self._exchange(request, time_limit, f"compiling {filename}")
+
+    def _exchange(self, request: dict | None, time_limit: float, what: str) -> dict:
+        """Send a request (None: just read the next message) and read the answer, killing the
+        worker when the answer takes longer than ``time_limit`` seconds."""
+        expired = threading.Event()
+
+        def expire() -> None:
+            expired.set()
+            self.proc.kill()
+
+        timer = threading.Timer(time_limit, expire)
+        timer.start()
         try:
-            rc = lib.nvrtcCompileProgram(
-                prog, len(options), (ctypes.c_char_p * len(options))(*options)
-            )
-            size = ctypes.c_size_t()
-            check(lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size)), "nvrtcGetProgramLogSize")
-            buf = ctypes.create_string_buffer(size.value)
-            check(lib.nvrtcGetProgramLog(prog, buf), "nvrtcGetProgramLog")
-            log = buf.value.decode(errors="replace").strip()
-            if rc == _NVRTC_ERROR_COMPILATION:
-                raise CompileError(f"nvrtc could not compile {filename}:\n{log}")
-            check(rc, "nvrtcCompileProgram")
-            check(lib.nvrtcGetPTXSize(prog, ctypes.byref(size)), "nvrtcGetPTXSize")
-            buf = ctypes.create_string_buffer(size.value)
-            check(lib.nvrtcGetPTX(prog, buf), "nvrtcGetPTX")
+            if request is not None:
+                nvrtc_worker.send(self.proc.stdin, request)
+            answer = nvrtc_worker.receive(self.proc.stdout)
+        except OSError:  # the worker is gone (killed at the limit, or crashed)
+            answer = None
         finally:
-            lib.nvrtcDestroyProgram(ctypes.byref(prog))
-    ptx = buf.value.decode()
+            timer.cancel()
+        if answer is not None:
+            return answer
+        self.stop()
+        if expired.is_set():
+            raise ResourceError(
+                f"nvrtc: {what} took longer than the compile time limit of {time_limit:g} s "
+                f"(stopped); simplify the source"
+            )
+        raise CompileError(f"nvrtc: the compiler process ended (exit status "
+                           f"{self.proc.returncode}) while {what}")
+
+    def kill(self) -> None:
+        """End the worker now (at exit: it holds nothing worth waiting for, and may be in the
+        middle of a long compile)."""
+        if self.owner == os.getpid() and self.proc.returncode is None:
+            self.proc.kill()
+
+    def stop(self) -> None:
+        """Kill the worker and collect its exit status and pipes."""
+        if self.owner != os.getpid():
+            return
+        self.kill()
+        self.proc.wait()
+        for stream in (self.proc.stdin, self.proc.stdout):
+            with contextlib.suppress(OSError):
+                stream.close()
+
+
+def _compile_nvrtc(nvrtc: _Nvrtc, source: str, filename: str, time_limit: float) -> PtxResult:
+    global _WORKER
+    with _NVRTC_LOCK:
+        if _WORKER is None or not _WORKER.usable():
+            _WORKER, hello = _Worker.start([nvrtc.library], time_limit)
+            if _WORKER is None:
+                raise CompileError(f"nvrtc: {nvrtc.library} no longer loads: {hello['error']}")
+        answer = _WORKER.compile(source, filename, time_limit)
+    if "error" in answer:
+        raise CompileError(f"nvrtc: {answer['error']} for {filename}")
+    log = answer["log"]
+    if answer["rc"] == _NVRTC_ERROR_COMPILATION:
+        raise CompileError(f"nvrtc could not compile {filename}:\n{log}")
+    if answer["rc"] != _NVRTC_SUCCESS:
+        raise CompileError(f"nvrtc: nvrtcCompileProgram failed for {filename} (status "
+                           f"{answer['rc']}):\n{log}")
+    ptx = answer["ptx"]
     return PtxResult(ptx, "nvrtc", _toolkit_version(ptx, nvrtc.version), log)
 
 
@@ -281,8 +411,8 @@ def _probe_clang(env: str | None, search_path: str | None) -> _Clang | None:
         for feature in CLANG_PTX_FEATURE:
             clang = _Clang(path, version, feature)
             try:
-                _compile_clang(clang, _CLANG_PROBE, "probe.cu")
-            except CompileError:
+                _compile_clang(clang, _CLANG_PROBE, "probe.cu", COMPILE_TIME_LIMIT_S)
+            except QgpuError:
                 continue
             return clang
     return None
@@ -294,25 +424,27 @@ def _clang_version(path: str) -> str:
         check=False,
         capture_output=True,
         text=True,
-        timeout=SUBPROCESS_TIMEOUT_S,
+        timeout=COMPILE_TIME_LIMIT_S,
     ).stdout
     match = re.search(r"version (\S+)", out)
     return match.group(1) if match else "unknown"
 
 
-def _compile_nvcc(nvcc: str, source: str, filename: str) -> PtxResult:
-    ptx, log = _run_tool("nvcc", [nvcc, *NVCC_OPTIONS], source, filename)
+def _compile_nvcc(nvcc: str, source: str, filename: str, time_limit: float) -> PtxResult:
+    ptx, log = _run_tool("nvcc", [nvcc, *NVCC_OPTIONS], source, filename, time_limit)
     return PtxResult(ptx, "nvcc", _toolkit_version(ptx, "unknown"), log)
 
 
-def _compile_clang(clang: _Clang, source: str, filename: str) -> PtxResult:
+def _compile_clang(clang: _Clang, source: str, filename: str, time_limit: float) -> PtxResult:
     command = [clang.path, *CLANG_OPTIONS, *clang.feature, "-include", str(CLANG_HEADER)]
-    ptx, log = _run_tool("clang", command, source, filename)
+    ptx, log = _run_tool("clang", command, source, filename, time_limit)
     return PtxResult(ptx, "clang", clang.version, log)
 
 
-def _run_tool(name: str, command: list[str], source: str, filename: str) -> tuple[str, str]:
-    """Run ``command -o out.ptx FILE`` in a scratch dir; messages name ``filename``."""
+def _run_tool(name: str, command: list[str], source: str, filename: str,
+              time_limit: float) -> tuple[str, str]:
+    """Run ``command -o out.ptx FILE`` in a scratch dir, stopped after ``time_limit`` seconds;
+    messages name ``filename``."""
     local = Path(filename).name
     if not re.fullmatch(r"[\w.-]+\.cu", local):
         local = "kernel.cu"
@@ -327,11 +459,15 @@ def _run_tool(name: str, command: list[str], source: str, filename: str) -> tupl
                 check=False,
                 cwd=tmp,
                 capture_output=True,
-                text=True,
-                timeout=SUBPROCESS_TIMEOUT_S,
+                encoding="utf-8",
+                errors="replace",
+                timeout=time_limit,
             )
-        except subprocess.TimeoutExpired as exc:
-            raise CompileError(f"{name} timed out after {exc.timeout} s on {filename}") from exc
+        except subprocess.TimeoutExpired:
+            raise ResourceError(
+                f"{name}: compiling {filename} took longer than the compile time limit of "
+                f"{time_limit:g} s (stopped); simplify the source"
+            ) from None
         log = (done.stdout + done.stderr).strip()
         out = Path(tmp, "out.ptx")
         if done.returncode != 0 or not out.exists():
