@@ -282,7 +282,8 @@ class _Launch:
         if self.stats["blocks_executed"] > self.step_limit:
             raise LaunchError(
                 f"launch did not finish within {self.step_limit} block executions (a loop that "
-                f"never ends?); last at {self._where(w, 0)}"
+                f"never ends? a longer launch needs --step-limit N, step_limit=N in the API); "
+                f"last at {self._where(w, 0)}"
             )
         pc, mask = w.next_block()
         w.pc = pc

@@ -158,7 +158,9 @@ class _Row:
             last = next((T.body(t) for t in reversed(generated) if T.body(t).startswith("exec:")),
                         "none")
             self.outcome = LaunchError(f"the launch did not end within {token_limit} generated "
-                                       f"tokens (a loop that never ends?); last block run: {last}")
+                                       f"tokens (a loop that never ends? a longer launch needs "
+                                       f"--step-limit N, step_limit=N in the API); last block "
+                                       f"run: {last}")
 
 
 def run_checked(gm: GpuModel, launch: T.Launch, *, dynamic_shared: int = 0,

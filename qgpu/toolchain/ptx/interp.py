@@ -293,7 +293,8 @@ class _Launch:
             if stats["warp_instructions"] > self.step_limit:
                 raise LaunchError(
                     f"launch did not finish within {self.step_limit} warp instructions (an "
-                    f"endless loop?) — stopped at line {ins.line} `{ins.text}` in block "
+                    f"endless loop? a longer launch needs --step-limit N, step_limit=N in the "
+                    f"API) — stopped at line {ins.line} `{ins.text}` in block "
                     f"ctaid=({self.ctaid[0]},{self.ctaid[1]}), warp {warp.index}"
                 )
             lanes = [base + lane for lane in range(limits.WARP_LANES) if live >> lane & 1]

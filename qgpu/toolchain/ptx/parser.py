@@ -194,6 +194,9 @@ def _unsupported(line: int, what: str, hint: str = "") -> UnsupportedError:
 
 def _parse_int(tok: _Tok) -> int:
     s = tok.text.rstrip("U")
+    if len(s) > 66:  # 0b and 64 binary digits; longer is no 64-bit literal (and int() may refuse)
+        raise UnsupportedError(f"line {tok.line}: cannot parse PTX: an integer literal of "
+                               f"{len(s)} characters (PTX integers have 64 bits)")
     if s[:2].lower() in ("0x", "0b"):
         return int(s, 0)
     if len(s) > 1 and s[0] == "0":
