@@ -7,20 +7,34 @@ object on stdout, ``{"kernel", "backend", "args", "stats"}`` (the model backend 
 is not exact exits with status 1, its ``"args"`` null if the stream diverged, and says where in
 ``"divergence"``), or on any error exit status 2 and ``{"error": {"kind", "message"}}``.
 ``build --json`` prints ``{"base", "merged", "stages"}`` the
-same way (stage progress goes to stderr).
+same way (stage progress goes to stderr). ``run``, ``ptx`` and ``asm`` show the compiler's
+warnings on stderr, or with ``--json`` as a ``"warnings"`` list in the object (the error object
+too). No input ends in a traceback: every bad one is exit status 2 and an error kind
+(docs/ERRORS.md); a closed stdout (``| head``) ends the command quietly.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
+import re
 import sys
+import traceback
 from pathlib import Path
 from typing import Any
 
 from qgpu.driver import BACKENDS, CompiledModule, compile_file
-from qgpu.errors import QgpuError, UsageError
+from qgpu.errors import QgpuError, ResourceError, UsageError
 from qgpu.machine.isa import format_program
+
+# --args is at most 16 parameters of at most 127 words: a few KB of JSON. These bounds keep a
+# hostile --args from costing memory or recursion before it is checked (docs/ERRORS.md).
+MAX_ARGS_CHARS = 64 * 1024
+MAX_ARGS_DEPTH = 8
+MAX_INT_DIGITS = 30
+ENGINES = ("sparse", "stock")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -28,6 +42,59 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(f"{self.prog}: {message}")
+
+
+def _count(low: int) -> Any:
+    """An argparse type: an int of at least ``low`` (argparse names the option in its error)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text[:40]!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}, got {value}")
+        return value
+
+    return parse
+
+
+def _fraction(text: str) -> float:
+    """--layer-sample: 0, or a fraction in [1e-6, 1]."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text[:40]!r}") from None
+    if not (value == 0 or 1e-6 <= value <= 1):
+        raise argparse.ArgumentTypeError(f"must be 0 or a fraction between 1e-6 and 1, got "
+                                         f"{text[:40]}")
+    return value
+
+
+def _json_args(text: str, option: str = "--args") -> Any:
+    """The JSON of --args (or ``option``) parsed, its size, nesting and integers bounded
+    first."""
+
+    def integer(digits: str) -> int:
+        if len(digits.lstrip("-")) > MAX_INT_DIGITS:
+            raise UsageError(f"{option}: an integer of {len(digits.lstrip('-'))} digits "
+                             f"({digits[:12]}...); the machine's words have 32 bits")
+        return int(digits)
+
+    if len(text) > MAX_ARGS_CHARS:
+        raise UsageError(f"{option} has {len(text):,} characters; at most {MAX_ARGS_CHARS:,} "
+                         f"(global memory holds 127 words)")
+    depth = deepest = 0
+    for bracket in re.findall(r"[\[\]{}]", re.sub(r'"(?:[^"\\]|\\.)*"', "", text)):
+        depth += 1 if bracket in "[{" else -1
+        deepest = max(deepest, depth)
+    if deepest > MAX_ARGS_DEPTH:
+        raise UsageError(f"{option} nests {deepest} deep; at most {MAX_ARGS_DEPTH} (an argument "
+                         f"is an int, a list of ints or {{\"zeros\": n}})")
+    try:
+        return json.loads(text, parse_int=integer)
+    except json.JSONDecodeError as e:
+        raise UsageError(f"{option} is not valid JSON: {e}") from None
 
 
 def _dims(text: str) -> tuple[int, int]:
@@ -49,10 +116,11 @@ def _build_parser() -> _Parser:
     run.add_argument("--grid", required=True, help="X[,Y] thread blocks")
     run.add_argument("--block", required=True, help="X[,Y] threads per block")
     run.add_argument("--args", required=True, help="JSON list, one entry per parameter")
-    run.add_argument("--dynamic-shared", type=int, default=0, help="bytes of extern shared")
+    run.add_argument("--dynamic-shared", type=_count(0), default=0,
+                     help="bytes of extern shared")
     run.add_argument("--backend", default="interp", choices=BACKENDS)
     run.add_argument("--compiler", default="auto", help="auto, nvrtc, nvcc or clang")
-    run.add_argument("--step-limit", type=int, default=None,
+    run.add_argument("--step-limit", type=_count(1), default=None,
                      help="warp-instructions (interp), instructions (ptx) or generated tokens "
                           "(model) before a launch is stopped")
     run.add_argument("--model", help="model backend: a build directory (python -m qgpu build) "
@@ -61,7 +129,7 @@ def _build_parser() -> _Parser:
                      help="model backend: load the model in this dtype (default: as built)")
     run.add_argument("--device", help="model backend: the torch device to run it on (default "
                                       "cpu; cuda, cuda:1, ...)")
-    run.add_argument("--engine",
+    run.add_argument("--engine", choices=ENGINES,
                      help="model backend: sparse (the sparse engine over the circuit layers, "
                           "default) or stock (the whole model in stock transformers)")
     run.add_argument("--check", action="store_true",
@@ -74,8 +142,11 @@ def _build_parser() -> _Parser:
         p.add_argument("file")
         p.add_argument("--kernel")
         p.add_argument("--compiler", default="auto")
+        p.add_argument("--json", action="store_true",
+                       help='print one JSON object ({"ptx"} or {"kernel", "asm"}, with '
+                            '"warnings")')
     suite = sub.add_parser("suite", help="run the kernel suite on both interpreters")
-    suite.add_argument("--seeds", type=int, default=3)
+    suite.add_argument("--seeds", type=_count(1), default=3)
     suite.add_argument("--model", metavar="BUILD_DIR",
                        help="instead: run every kernel on this merged model, checked token by "
                             "token against the machine")
@@ -83,13 +154,13 @@ def _build_parser() -> _Parser:
                        help="with --model: load it in this dtype (default: as built)")
     suite.add_argument("--device", default="cpu",
                        help="with --model: the torch device to run it on (cpu, cuda, ...)")
-    suite.add_argument("--engine", default="sparse",
+    suite.add_argument("--engine", default="sparse", choices=ENGINES,
                        help="with --model: sparse (default) or stock transformers")
-    suite.add_argument("--layer-sample", type=float, default=1.0, metavar="FRACTION",
+    suite.add_argument("--layer-sample", type=_fraction, default=1.0, metavar="FRACTION",
                        help="with --model: check every circuit layer at every token for this "
                             "fraction of the kernels (an even sample; 0: tokens and memory only;"
                             " the layer check's evaluator costs ~20 ms of CPU a token)")
-    suite.add_argument("--batch", type=int, default=1, metavar="N",
+    suite.add_argument("--batch", type=_count(1), default=1, metavar="N",
                        help="with --model: run N launches side by side (one batch)")
     suite.add_argument("names", nargs="*", help="only these kernels")
     cmap = sub.add_parser("map", help="the GPU circuit's allocation map for the Qwen3.5-2B "
@@ -113,21 +184,22 @@ def _build_parser() -> _Parser:
     return parser
 
 
-def _load(path: str, compiler: str) -> CompiledModule:
-    if not Path(path).is_file():
-        raise UsageError(f"no such file: {path}")
-    return compile_file(Path(path), compiler=compiler)
+def _load(path: str, compiler: str, warnings: list[str], quiet: bool) -> CompiledModule:
+    """Compile a file; its warnings go to stderr (``quiet``: only into ``warnings``, which
+    the JSON object carries)."""
+    module = compile_file(path, compiler=compiler)
+    warnings.extend(module.warnings)
+    for warning in [] if quiet else module.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    return module
 
 
-def _run(ns: argparse.Namespace) -> dict[str, Any]:
-    try:
-        args = json.loads(ns.args)
-    except json.JSONDecodeError as e:
-        raise UsageError(f"--args is not valid JSON: {e}") from None
+def _run(ns: argparse.Namespace, warnings: list[str]) -> dict[str, Any]:
+    args = _json_args(ns.args)
     if (ns.model or ns.dtype or ns.device or ns.check or ns.engine) and ns.backend != "model":
         raise UsageError("--model, --dtype, --device, --engine and --check belong to "
                          "--backend model")
-    kernel = _load(ns.file, ns.compiler).kernel(ns.kernel)
+    kernel = _load(ns.file, ns.compiler, warnings, ns.json).kernel(ns.kernel)
     model = None
     if ns.backend == "model":
         if not ns.model:
@@ -141,7 +213,7 @@ def _run(ns: argparse.Namespace) -> dict[str, Any]:
         model=model, check=ns.check,
     )
     return {"kernel": result.kernel, "backend": result.backend, "args": result.args,
-            "stats": result.stats, **result.model}
+            "stats": result.stats, **result.model, "warnings": warnings}
 
 
 def _print_run(out: dict[str, Any]) -> None:
@@ -162,6 +234,10 @@ def _print_run(out: dict[str, Any]) -> None:
 def _build(ns: argparse.Namespace) -> dict[str, Any]:
     from qgpu.model.build import build
 
+    for option, value in (("--out", ns.out), ("--cache-dir", ns.cache_dir)):
+        if value and Path(value).exists() and not Path(value).is_dir():
+            raise UsageError(f"{option} {value}: exists and is not a directory")
+
     result = build(
         ns.base, Path(ns.out), circuit=ns.circuit, dtype=ns.dtype, revision=ns.revision,
         cache_dir=Path(ns.cache_dir) if ns.cache_dir else None,
@@ -170,21 +246,67 @@ def _build(ns: argparse.Namespace) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``python -m qgpu``: the exit status (0; 1: a check or suite that was not exact; 2: an
+    error, reported as its kind and message, never a traceback; 130: interrupted; 141: stdout
+    closed, as a Unix tool killed by SIGPIPE)."""
     argv = sys.argv[1:] if argv is None else argv
+    want_json = "--json" in argv
+    warnings: list[str] = []
+    try:
+        code = _main(argv, warnings)
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        # the reader (head, a closed pager) is gone: stop quietly, and keep the interpreter's
+        # final flush from complaining about the same pipe
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except OSError as e:  # a path given on the command line that cannot be read or written
+        where = f": {e.filename}" if e.filename else ""
+        return _report(UsageError(f"{e.strerror or e}{where}"), want_json, warnings)
+    except MemoryError:
+        return _report(ResourceError("out of memory"), want_json, warnings)
+    except Exception as e:  # a bug in qgpu: still one error object, the traceback on request
+        if os.environ.get("QGPU_TRACEBACK"):
+            traceback.print_exc()
+        error = QgpuError(f"{type(e).__name__}: {str(e)[:500]} (a bug in qgpu; "
+                          f"QGPU_TRACEBACK=1 prints the traceback)")
+        return _report(error, want_json, warnings)
+
+
+def _report(e: QgpuError, want_json: bool, warnings: list[str]) -> int:
+    if want_json:
+        error: dict[str, Any] = {"error": {"kind": e.kind, "message": e.message}}
+        print(json.dumps({**error, "warnings": warnings} if warnings else error))
+    else:
+        print(f"error ({e.kind}): {e.message}", file=sys.stderr)
+    return 2
+
+
+def _main(argv: list[str], warnings: list[str]) -> int:
     want_json = "--json" in argv
     try:
         ns = _build_parser().parse_args(argv)
         if ns.command == "run":
-            out = _run(ns)
+            out = _run(ns, warnings)
             if ns.json:
                 print(json.dumps(out))
             else:
                 _print_run(out)
             return 1 if out.get("exact") is False else 0
         elif ns.command == "ptx":
-            print(_load(ns.file, ns.compiler).ptx)
+            module = _load(ns.file, ns.compiler, warnings, ns.json)
+            print(json.dumps({"ptx": module.ptx, "compiler": module.compiler,
+                              "warnings": warnings}) if ns.json else module.ptx)
         elif ns.command == "asm":
-            print(format_program(_load(ns.file, ns.compiler).kernel(ns.kernel).program))
+            kernel = _load(ns.file, ns.compiler, warnings, ns.json).kernel(ns.kernel)
+            text = format_program(kernel.program)
+            print(json.dumps({"kernel": kernel.name, "asm": text, "warnings": warnings})
+                  if ns.json else text)
         elif ns.command == "build":
             out = _build(ns)
             if ns.json:
@@ -194,6 +316,9 @@ def main(argv: list[str] | None = None) -> int:
         elif ns.command in ("calc", "chat-eval"):
             from qgpu.chat.commands import run_calc, run_eval
 
+            if ns.command == "chat-eval" and ns.n is not None and ns.n < 1:
+                raise UsageError(f"--n must be at least 1, got {ns.n}")
+
             return run_calc(ns) if ns.command == "calc" else run_eval(ns)
         elif ns.command == "map":
             from qgpu.circuits.gpu.compiled import gpu_schedule
@@ -201,6 +326,8 @@ def main(argv: list[str] | None = None) -> int:
 
             sched = gpu_schedule(LayerShape())
             print(json.dumps(sched.allocation_map()) if ns.json else sched.table())
+        elif ns.names and (unknown := _unknown_suite_names(ns.names)):
+            raise UsageError(unknown)
         elif ns.model:
             from qgpu.suite.runner import print_model_report
 
@@ -212,9 +339,21 @@ def main(argv: list[str] | None = None) -> int:
 
             return print_suite_report(ns.names, ns.seeds)
     except QgpuError as e:
-        if want_json:
-            print(json.dumps({"error": {"kind": e.kind, "message": e.message}}))
-        else:
-            print(f"error ({e.kind}): {e.message}", file=sys.stderr)
-        return 2
+        return _report(e, want_json, warnings)
     return 0
+
+
+def _unknown_suite_names(names: list[str]) -> str | None:
+    """A message naming the first name that is no suite kernel (with close ones), or None."""
+    import difflib
+
+    from qgpu.suite.manifest import SUITE
+
+    known = [k.name for k in SUITE]
+    for name in names:
+        if name not in known:
+            close = difflib.get_close_matches(name, known, n=3)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            return (f"no suite kernel named {name[:80]!r}{hint} (the {len(known)} names: "
+                    f"kernels/*.cu, or python -m qgpu suite)")
+    return None
