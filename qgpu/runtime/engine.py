@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
-from safetensors import safe_open
+from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save_file
 from transformers.models.qwen3_5.modeling_qwen3_5 import torch_chunk_gated_delta_rule
 
@@ -46,7 +46,7 @@ from qgpu.model.merge import tensor_files
 if TYPE_CHECKING:
     from qgpu.runtime.checkpoint import OnLayer
 
-FORMAT = 3
+FORMAT = 4
 """Bump when the cached sparse form changes."""
 
 CHUNK_RULE = getattr(torch_chunk_gated_delta_rule, "__wrapped__", torch_chunk_gated_delta_rule)
@@ -167,8 +167,10 @@ class Engine:
         if not path.is_file():
             tensors, shape = _derive(merged, meta)
             path.parent.mkdir(parents=True, exist_ok=True)
+            _prune(path.parent, merged)
             tmp = path.with_suffix(f".{id(tensors)}.tmp")
-            save_file(tensors, str(tmp), metadata={"shape": json.dumps(shape)})
+            save_file(tensors, str(tmp), metadata={"shape": json.dumps(shape),
+                                                   "checkpoint": str(merged.resolve())})
             tmp.replace(path)
         with safe_open(str(path), framework="pt") as f:
             shape = json.loads(f.metadata()["shape"])
@@ -412,6 +414,20 @@ def _cache_path(merged: Path) -> Path:
         st = path.stat()
         key.update(f"{path.resolve()}:{st.st_size}:{st.st_mtime_ns};".encode())
     return default_cache_dir() / "engine" / f"{key.hexdigest()[:24]}.safetensors"
+
+
+def _prune(folder: Path, merged: Path) -> None:
+    """Before caching the sparse form of `merged`: remove the forms of checkpoints that are
+    gone (a test session's temporary builds) or that `merged` replaces (a rebuild), so the
+    cache holds at most one form per checkpoint on disk."""
+    for entry in folder.glob("*.safetensors"):
+        try:
+            with safe_open(str(entry), framework="pt") as f:
+                source = (f.metadata() or {}).get("checkpoint", "")
+        except (OSError, SafetensorError):  # unreadable: a partial write of an older run
+            source = ""
+        if not source or source == str(merged.resolve()) or not Path(source).is_dir():
+            entry.unlink(missing_ok=True)
 
 
 def _csr_parts(name: str, dense: torch.Tensor) -> dict[str, torch.Tensor]:

@@ -177,3 +177,22 @@ def test_a_failed_launch_says_why(gpu) -> None:
     cut = next(i for i, t in enumerate(stream) if T.body(t).startswith("d1:")) + 1
     with pytest.raises(LaunchError, match=f"within {cut} generated tokens.*last block run: exec:"):
         run_launch(gpu, spilled, token_limit=cut)
+
+
+def test_the_cache_keeps_one_sparse_form_per_checkpoint_on_disk(tmp_path) -> None:
+    """Deriving a checkpoint's form first removes the forms of checkpoints that are gone, of
+    the one it replaces, and of unknown origin; another live checkpoint's form stays."""
+    import torch
+    from safetensors.torch import save_file
+
+    live, gone, rebuilt = tmp_path / "live", tmp_path / "gone", tmp_path / "rebuilt"
+    live.mkdir()
+    rebuilt.mkdir()
+    forms = tmp_path / "engine"
+    forms.mkdir()
+    for name, source in (("a", live), ("b", gone), ("c", rebuilt), ("d", None)):
+        meta = {} if source is None else {"checkpoint": str(source.resolve())}
+        save_file({"x": torch.zeros(1)}, str(forms / f"{name}.safetensors"), metadata=meta)
+    (forms / "e.safetensors").write_bytes(b"not a safetensors file")
+    engine_module._prune(forms, rebuilt)
+    assert sorted(p.name for p in forms.iterdir()) == ["a.safetensors"]
