@@ -97,14 +97,15 @@ def _json_args(text: str, option: str = "--args") -> Any:
         raise UsageError(f"{option} is not valid JSON: {e}") from None
 
 
-def _dims(text: str) -> tuple[int, int]:
+def _dims(text: str) -> tuple[int, ...]:
+    """X, X,Y or X,Y,Z (a missing Y or Z is 1)."""
     try:
         parts = [int(p) for p in text.split(",")]
     except ValueError:
-        raise UsageError(f"dimensions must be X or X,Y integers, got {text!r}") from None
-    if not 1 <= len(parts) <= 2:
-        raise UsageError(f"dimensions must be X or X,Y, got {text!r}")
-    return (parts[0], parts[1] if len(parts) == 2 else 1)
+        raise UsageError(f"dimensions must be X, X,Y or X,Y,Z integers, got {text!r}") from None
+    if not 1 <= len(parts) <= 3:
+        raise UsageError(f"dimensions must be X, X,Y or X,Y,Z, got {text!r}")
+    return (*parts, 1)[:max(2, len(parts))]
 
 
 def _build_parser() -> _Parser:
@@ -113,9 +114,11 @@ def _build_parser() -> _Parser:
     run = sub.add_parser("run", help="launch a kernel")
     run.add_argument("file", help="CUDA source (.cu) or PTX (.ptx)")
     run.add_argument("--kernel", help="kernel name (needed when the file has several)")
-    run.add_argument("--grid", required=True, help="X[,Y] thread blocks")
-    run.add_argument("--block", required=True, help="X[,Y] threads per block")
+    run.add_argument("--grid", required=True, help="X[,Y[,Z]] thread blocks")
+    run.add_argument("--block", required=True, help="X[,Y[,Z]] threads per block")
     run.add_argument("--args", required=True, help="JSON list, one entry per parameter")
+    run.add_argument("--symbols", help="JSON object setting __device__/__constant__ variables "
+                                       "before the launch, e.g. '{\"lut\": [1, 2, 3]}'")
     run.add_argument("--dynamic-shared", type=_count(0), default=0,
                      help="bytes of extern shared")
     run.add_argument("--backend", default="interp", choices=BACKENDS)
@@ -211,15 +214,19 @@ def _run(ns: argparse.Namespace, warnings: list[str]) -> dict[str, Any]:
         grid=_dims(ns.grid), block=_dims(ns.block), args=args,
         dynamic_shared=ns.dynamic_shared, backend=ns.backend, step_limit=ns.step_limit,
         model=model, check=ns.check,
+        symbols=_json_args(ns.symbols, "--symbols") if ns.symbols else None,
     )
+    symbols = {"symbols": result.symbols} if result.symbols else {}
     return {"kernel": result.kernel, "backend": result.backend, "args": result.args,
-            "stats": result.stats, **result.model, "warnings": warnings}
+            "stats": result.stats, **symbols, **result.model, "warnings": warnings}
 
 
 def _print_run(out: dict[str, Any]) -> None:
     print(f"kernel {out['kernel']} on the {out['backend']} backend")
     for i, value in enumerate(out["args"] or []):
         print(f"  arg {i}: {value}")
+    for name, value in out.get("symbols", {}).items():
+        print(f"  {name}: {value}")
     print("  " + ", ".join(f"{k}={v}" for k, v in out["stats"].items()))
     if "generated_tokens" in out:
         sec = out["seconds"]

@@ -37,7 +37,9 @@ from qgpu.toolchain.cuda import (
 )
 from qgpu.toolchain.lower import lower_kernel
 from qgpu.toolchain.ptx import ast
+from qgpu.toolchain.ptx.globals import TYPED_ARRAYS, GlobalLayout, global_layout
 from qgpu.toolchain.ptx.interp import find_kernel, run_kernel
+from qgpu.toolchain.ptx.names import qualified_name
 from qgpu.toolchain.ptx.parser import parse_module
 
 BACKENDS = ("interp", "ptx", "model")
@@ -50,10 +52,12 @@ class Placement:
     memory: list[int]
     params: list[int]
     arrays: dict[int, tuple[int, int]]  # argument index -> (byte address, words)
+    typed: dict[int, tuple[str, int]] = field(default_factory=dict)  # index -> ("u8", count)
+    variables: tuple[tuple[int, int], ...] = ()  # (byte address, bytes) of module variables
 
     @property
     def allocations(self) -> list[tuple[int, int]]:
-        return [(addr, 4 * n) for addr, n in self.arrays.values()]
+        return [(addr, 4 * n) for addr, n in self.arrays.values()] + list(self.variables)
 
 
 _SHORT = reprlib.Repr()
@@ -117,10 +121,65 @@ def pointer_params(kernel: ast.Kernel) -> frozenset[str]:
     return frozenset(used)
 
 
+def typed_words(arg: dict, where: str) -> tuple[list[int], str, int]:
+    """``{"u8": [..]}`` (u8 s8 u16 s16 u32 s32): the elements packed little-endian into words,
+    as char/short arrays lie in a GPU's memory; (words, type, element count)."""
+    kind, elems = next(iter(arg.items()))
+    bits, signed = TYPED_ARRAYS[kind]
+    if not isinstance(elems, list):
+        raise UsageError(f"{where}: a typed array is written {{\"{kind}\": [ints]}}, got "
+                         f"{short(elems)}")
+    low, high = (-(1 << (bits - 1)), 1 << (bits - 1)) if signed else (0, 1 << bits)
+    data = bytearray()
+    for j, v in enumerate(elems):
+        if isinstance(v, bool) or not isinstance(v, int) or not low <= v < high:
+            raise UsageError(f"{where}[{j}]: expected a {kind} value ({low}..{high - 1}), got "
+                             f"{short(v)}")
+        data += (v & ((1 << bits) - 1)).to_bytes(bits // 8, "little")
+    data += bytes(-len(data) % 4)
+    words = [s32(int.from_bytes(data[k:k + 4], "little")) for k in range(0, len(data), 4)]
+    return words, kind, len(elems)
+
+
+def typed_values(words: list[int], kind: str, count: int) -> list[int]:
+    """Inverse of typed_words: the elements of a typed array read back from its words."""
+    bits, signed = TYPED_ARRAYS[kind]
+    data = b"".join((w & 0xFFFFFFFF).to_bytes(4, "little") for w in words)
+    step = bits // 8
+    return [int.from_bytes(data[j * step:(j + 1) * step], "little", signed=signed)
+            for j in range(count)]
+
+
+def place_variables(place: Placement, layout: GlobalLayout,
+                    symbols: dict[str, Any] | None = None) -> Placement:
+    """Add a kernel's __device__/__constant__ variables (at the top of memory, see
+    qgpu.toolchain.ptx.globals) to placed arguments; ``symbols`` sets them first, as
+    cudaMemcpyToSymbol does (name -> an int, a list of elements or {"u8": [...]})."""
+    if symbols and not layout.variables:
+        raise UsageError("symbols were given, but the kernel uses no __device__ or "
+                         "__constant__ variable")
+    if not layout.variables:
+        return place
+    used = max((addr // 4 + n for addr, n in place.arrays.values()), default=1)
+    if used > layout.limit_word:
+        globals_words = limits.GLOBAL_WORDS - layout.limit_word
+        raise ResourceError(
+            f"the argument arrays need at least {used - 1} words and the kernel's "
+            f"__device__/__constant__ variables {globals_words} (with one guard word between "
+            f"arrays); global memory holds {limits.GLOBAL_WORDS - limits.GLOBAL_FIRST_WORD} "
+            f"words")
+    memory = list(place.memory)
+    for word, value in layout.initial_words(symbols).items():
+        memory[word] = s32(value)
+    return Placement(memory, place.params, place.arrays, place.typed,
+                     tuple(layout.allocations))
+
+
 def place_arguments(params: tuple[ast.Param, ...], args: list[Any],
-                    pointers: frozenset[str] = frozenset()) -> Placement:
+                    pointers: frozenset[str] = frozenset(), align: int = 4) -> Placement:
     """Lay out argument arrays in global memory and build the parameter words; ``pointers``
-    (``pointer_params``) names the parameters that take only arrays."""
+    (``pointer_params``) names the parameters that take only arrays; ``align`` (bytes) is
+    where each array starts (a kernel reading int4 needs 16, as cudaMalloc gives)."""
     if not isinstance(args, list):
         raise ArgumentTypeError(f"args must be a list with one entry per kernel parameter, got "
                                 f"{type(args).__name__}")
@@ -129,9 +188,13 @@ def place_arguments(params: tuple[ast.Param, ...], args: list[Any],
     memory = [0] * limits.GLOBAL_WORDS
     words = [0] * len(params)
     arrays: dict[int, tuple[int, int]] = {}
+    typed: dict[int, tuple[str, int]] = {}
     next_word = limits.GLOBAL_FIRST_WORD
     for i, (p, arg) in enumerate(zip(params, args, strict=False)):
         wide = ast.type_width(p.type) == 64
+        if isinstance(arg, dict) and len(arg) == 1 and next(iter(arg)) in TYPED_ARRAYS:
+            arg, kind, count = typed_words(arg, f"argument {i}")
+            typed[i] = (kind, count)
         if isinstance(arg, dict):
             if list(arg) != ["zeros"]:
                 raise UsageError(f"argument {i}: an output array is written {{\"zeros\": n}}, "
@@ -156,6 +219,7 @@ def place_arguments(params: tuple[ast.Param, ...], args: list[Any],
         if not wide:
             raise UsageError(f"argument {i}: an array was given for the 32-bit scalar parameter "
                              f"{p.name}")
+        next_word = -(-next_word * 4 // align) * align // 4
         if next_word + size > limits.GLOBAL_WORDS:  # checked before anything is allocated
             raise ResourceError(
                 f"the argument arrays need at least {next_word - 1 + size} words (with one "
@@ -168,19 +232,58 @@ def place_arguments(params: tuple[ast.Param, ...], args: list[Any],
         arrays[i] = (next_word * 4, len(values))
         words[i] = next_word * 4
         next_word += len(values) + 1  # an unallocated guard word: a[n] must not reach b[0]
-    return Placement(memory, words, arrays)
+    return Placement(memory, words, arrays, typed)
 
 
 def read_back(placement: Placement, args: list[Any], memory: list[int]) -> list[Any]:
     """Final value of every parameter: arrays from memory, scalars as given."""
     out: list[Any] = []
     for i, arg in enumerate(args):
-        if i in placement.arrays:
+        if i in placement.typed:
+            addr, n = placement.arrays[i]
+            out.append(typed_values(memory[addr // 4:addr // 4 + n], *placement.typed[i]))
+        elif i in placement.arrays:
             addr, n = placement.arrays[i]
             out.append(memory[addr // 4:addr // 4 + n])
         else:
             out.append(arg)
     return out
+
+
+def vector_span(ins: ast.Instr) -> int:
+    """Bytes a vector load or store moves at once (0 for anything else): its alignment."""
+    if ins.opcode not in ("ld", "st") or not {"v2", "v4"} & set(ins.mods):
+        return 0
+    return (2 if "v2" in ins.mods else 4) * ast.type_width(ins.type) // 8
+
+
+def launch_shape(grid: tuple[int, ...], block: tuple[int, ...]) -> \
+        tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """Grid and block as (x, y, z), a missing y or z being 1, checked against the machine's
+    totals: 16 threads per block and 16 blocks per grid, in any of the three dimensions."""
+    for name, dims in (("grid", grid), ("block", block)):
+        if not 1 <= len(dims) <= 3 or any(v < 1 for v in dims):
+            raise UsageError(f"{name} must be one, two or three positive integers, got "
+                             f"{short(dims)}")
+    g, b = (*grid, 1, 1)[:3], (*block, 1, 1)[:3]
+    if g[2] == 1 and b[2] == 1:
+        check_launch_shape(g[:2], b[:2])
+    elif b[0] * b[1] * b[2] > limits.MAX_THREADS:
+        raise ResourceError(
+            f"block {'x'.join(map(str, b))} has {b[0] * b[1] * b[2]} threads; the machine holds "
+            f"at most {limits.MAX_THREADS} per block ({limits.MAX_WARPS} warps of "
+            f"{limits.WARP_LANES})")
+    elif g[0] * g[1] * g[2] > limits.MAX_GRID_BLOCKS:
+        raise ResourceError(
+            f"grid {'x'.join(map(str, g))} has {g[0] * g[1] * g[2]} blocks; at most "
+            f"{limits.MAX_GRID_BLOCKS} thread blocks per launch")
+    return g, b
+
+
+def hidden_3d(grid: tuple[int, int, int], block: tuple[int, int, int]) -> list[int]:
+    """The hidden parameters of a 3-D launch's program (lower.select.HIDDEN_3D): the block's
+    and the grid's y extent, each with ceil(2^16 / y) to divide the machine's y' = y + z*Y."""
+    return [block[1], -(-(1 << 16) // block[1]), grid[1], -(-(1 << 16) // grid[1])]
 
 
 @dataclass
@@ -195,6 +298,8 @@ class LaunchResult:
     model: dict[str, Any] = field(default_factory=dict)
     """Model backend: prompt_tokens, generated_tokens, and with a check exact (and divergence:
     the first token or word that was not the reference machine's)."""
+    symbols: dict[str, Any] = field(default_factory=dict)
+    """Final value of each __device__/__constant__ variable the kernel uses, by C++ name."""
 
 
 @dataclass
@@ -206,11 +311,30 @@ class Kernel:
 
     @property
     def name(self) -> str:
-        return self.ptx.name
+        """The kernel's name as written in C++ (``ns::kernel``, ``reduce<8>``): a kernel
+        without ``extern "C"`` has a mangled PTX name."""
+        return qualified_name(self.ptx.name)
 
     @cached_property
     def program(self) -> Program:
         return lower_kernel(self.ptx, self.module)
+
+    @cached_property
+    def program_3d(self) -> Program:
+        """The program for launches with a z extent: they run as 2-D machine launches
+        (x, y*z), and the kernel's y and z come from hidden parameters (docs/ISA.md)."""
+        return lower_kernel(self.ptx, self.module, three_d=True)
+
+    @cached_property
+    def variables(self) -> GlobalLayout:
+        """Where the kernel's __device__/__constant__ variables live in global memory."""
+        return global_layout(self.ptx, self.module)
+
+    def place(self, args: list[Any], symbols: dict[str, Any] | None = None) -> Placement:
+        """Arguments and module variables in memory, and the parameter words."""
+        align = max([4, *(vector_span(ins) for ins in self.ptx.instructions)])
+        place = place_arguments(self.ptx.params, args, self.pointers, align)
+        return place_variables(place, self.variables, symbols)
 
     @cached_property
     def pointers(self) -> frozenset[str]:
@@ -228,16 +352,20 @@ class Kernel:
         step_limit: int | None = None,
         model: Any = None,
         check: bool = False,
+        symbols: dict[str, Any] | None = None,
     ) -> LaunchResult:
         """Run the kernel on a backend: "interp" (the machine), "ptx" (the PTX oracle) or
         "model" (the GPU inside a merged model: `model` is a runtime.GpuModel; `check` replays
         the launch on the machine and compares every generated token and global word; the
-        step limit counts generated tokens)."""
+        step limit counts generated tokens). grid and block are (x[, y[, z]]); ``symbols``
+        sets __device__/__constant__ variables before the launch (name -> value, as
+        cudaMemcpyToSymbol), and the result's ``symbols`` holds their final values."""
         if not isinstance(backend, str) or backend not in BACKENDS:
             raise UsageError(f"unknown backend {short(backend)}; choose one of "
                              f"{', '.join(BACKENDS)}")
-        grid, block = _dims(grid, "grid"), _dims(block, "block")
-        check_launch_shape(grid, block)
+        grid3, block3 = launch_shape(_dims(grid, "grid"), _dims(block, "block"))
+        three_d = grid3[2] > 1 or block3[2] > 1
+        grid, block = (grid3[0], grid3[1] * grid3[2]), (block3[0], block3[1] * block3[2])
         dynamic_shared = _count(dynamic_shared, "dynamic_shared", 0)
         if step_limit is not None:
             step_limit = _count(step_limit, "step_limit", 1)
@@ -245,12 +373,15 @@ class Kernel:
             raise ArgumentTypeError(f"check must be a bool, got {type(check).__name__}")
         if backend != "model" and (model is not None or check):
             raise UsageError("model and check belong to backend='model'")
-        place = place_arguments(self.ptx.params, args, self.pointers)
+        place = self.place(args, symbols)
+        if backend != "ptx" and three_d:
+            place = Placement(place.memory, place.params + hidden_3d(grid3, block3),
+                              place.arrays, place.typed, place.variables)
         if backend == "model":
             return self._launch_model(grid, block, args, place, dynamic_shared, step_limit,
-                                      model, check)
+                                      model, check, three_d)
         if backend == "interp":
-            prog = self.program
+            prog = self.program_3d if three_d else self.program
             run = run_program(
                 prog, grid=grid, block=block, params=place.params,
                 memory=place.memory, dynamic_shared=dynamic_shared,
@@ -260,25 +391,26 @@ class Kernel:
             stats = dict(run.stats, rom_blocks=len(prog.blocks),
                          instructions=prog.instruction_count(), spill_slots=prog.local_words)
             return LaunchResult(self.name, backend, read_back(place, args, run.memory), stats,
-                                run.trace)
+                                run.trace, symbols=self.variables.read_back(run.memory))
         ptx_run = run_kernel(
-            self.ptx, self.module, grid=grid, block=block, params=place.params,
+            self.ptx, self.module, grid=grid3, block=block3, params=place.params,
             memory=place.memory, dynamic_shared=dynamic_shared, allocations=place.allocations,
             **({"step_limit": step_limit} if step_limit else {}),
         )
         return LaunchResult(self.name, backend, read_back(place, args, ptx_run.memory),
-                            dict(ptx_run.stats))
+                            dict(ptx_run.stats),
+                            symbols=self.variables.read_back(ptx_run.memory))
 
     def _launch_model(self, grid: tuple[int, int], block: tuple[int, int], args: list[Any],
                       place: Placement, dynamic_shared: int, step_limit: int | None, model: Any,
-                      check: bool) -> LaunchResult:
+                      check: bool, three_d: bool = False) -> LaunchResult:
         from qgpu.protocol import Launch
         from qgpu.runtime import DEFAULT_TOKEN_LIMIT, GpuModel, run_checked, run_launch
 
         if not isinstance(model, GpuModel):
             raise ArgumentTypeError(f"the model backend needs model=GpuModel.load(BUILD_DIR) "
                                     f"(--model BUILD_DIR), got {type(model).__name__}")
-        prog = self.program
+        prog = self.program_3d if three_d else self.program
         launch = Launch.checked(prog, grid, block, place, dynamic_shared)
         limit = step_limit or DEFAULT_TOKEN_LIMIT
         run = run_checked(model, launch, dynamic_shared=dynamic_shared, token_limit=limit) \
@@ -292,7 +424,8 @@ class Kernel:
                 info["divergence"] = run.divergence
         result = None if run.memory is None else read_back(place, args, run.memory)
         stats = {"rom_blocks": len(prog.blocks), "instructions": prog.instruction_count()}
-        return LaunchResult(self.name, "model", result, stats, model=info)
+        final = {} if run.memory is None else self.variables.read_back(run.memory)
+        return LaunchResult(self.name, "model", result, stats, model=info, symbols=final)
 
 
 @dataclass
@@ -318,7 +451,10 @@ class CompiledModule:
 
     @property
     def kernel_names(self) -> list[str]:
-        return [k.name for k in self.parsed.kernels]
+        """Every kernel's C++ name, in source order (a rejected one raises its reason when it
+        is picked)."""
+        entries = sorted([*self.parsed.kernels, *self.parsed.rejected], key=lambda k: k.line)
+        return [qualified_name(k.name) for k in entries]
 
 
 def load_ptx(ptx: str, compiler: str = "ptx", *, filename: str = "kernel.ptx") -> \

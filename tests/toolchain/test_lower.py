@@ -105,10 +105,6 @@ def test_dynamic_shared_memory_overflow_is_a_resource_error() -> None:
 __device__ __noinline__ int twice(int x) { return 2 * x; }
 extern "C" __global__ void k(int* a) { a[threadIdx.x] = twice(a[threadIdx.x]); }
 """, [[1, 2, 3, 4]], "device function"),
-    ("constant", """
-__constant__ int table[4] = {1, 2, 3, 4};
-extern "C" __global__ void k(int* a) { a[threadIdx.x] = table[a[threadIdx.x] & 3]; }
-""", [[1, 2, 3, 4]], "__constant__"),
     ("local array", """
 extern "C" __global__ void k(int* a, int n) {
     int buf[16];
@@ -116,12 +112,6 @@ extern "C" __global__ void k(int* a, int n) {
     a[threadIdx.x] = buf[n & 15];
 }
 """, [[1, 2, 3, 4], 5], "local"),
-    ("char", """
-extern "C" __global__ void k(char* a) { a[threadIdx.x] += 1; }
-""", [[1, 2, 3, 4]], "8-bit"),
-    ("short", """
-extern "C" __global__ void k(short* a) { a[threadIdx.x] += 1; }
-""", [[1, 2, 3, 4]], "16-bit"),
     ("long long", """
 extern "C" __global__ void k(long long* a) { a[threadIdx.x] += 1; }
 """, [[1, 2, 3, 4]], "64-bit"),

@@ -9,9 +9,11 @@ from qgpu.toolchain.lower.select import select_kernel
 from qgpu.toolchain.ptx.ast import Kernel, Module
 
 
-def lower_kernel(kernel: Kernel, module: Module) -> Program:
-    """Lower one parsed PTX kernel to a machine program (raises Unsupported/ResourceError)."""
-    fn = select_kernel(kernel, module)
+def lower_kernel(kernel: Kernel, module: Module, three_d: bool = False) -> Program:
+    """Lower one parsed PTX kernel to a machine program (raises Unsupported/ResourceError).
+    ``three_d``: the program for launches with a z extent, which run as 2-D machine launches
+    (select.HIDDEN_3D)."""
+    fn = select_kernel(kernel, module, three_d)
     simplify_cfg(fn)
     remove_dead_code(fn)
     alloc = allocate(fn)

@@ -38,7 +38,12 @@ from qgpu.toolchain.ptx.ast import (
     Reg,
     SpecialReg,
     Sym,
+    Vec,
+    type_width,
 )
+from qgpu.toolchain.ptx.globals import global_layout
+from qgpu.toolchain.ptx.names import qualified_name
+from qgpu.toolchain.ptx.parser import warp_sync_group
 
 MASK32 = 0xFFFFFFFF
 
@@ -71,6 +76,12 @@ SREGS = {("%tid", "x"): SReg.TID_X, ("%tid", "y"): SReg.TID_Y, ("%ntid", "x"): S
          ("%ctaid", "y"): SReg.CTAID_Y, ("%nctaid", "x"): SReg.NCTAID_X,
          ("%nctaid", "y"): SReg.NCTAID_Y}
 Z_CONSTANTS = {"%tid": 0, "%ntid": 1, "%ctaid": 0, "%nctaid": 1}
+# A 3-D launch runs as the 2-D launch (x, y*z) of blocks and of grids (docs/ISA.md, "3-D
+# launches"): y' = y + z*Y. These hidden parameters follow the kernel's own: Y and
+# ceil(2^16 / Y) for the block, the same for the grid (y' and Y are at most 16, so
+# (y' * ceil(2^16 / Y)) >> 16 is exactly y' / Y).
+HIDDEN_3D = ("ntid.y", "ntid.y magic", "nctaid.y", "nctaid.y magic")
+DIVIDE_SHIFT = 16
 TYPES = ("pred", "b8", "s8", "u8", "b16", "s16", "u16", "b32", "s32", "u32", "b64", "s64", "u64")
 NO_OPS = ("membar", "fence")
 # 64-bit operations whose result depends on the operands' high halves.
@@ -90,14 +101,18 @@ def type_bits(t: str) -> int:
 class Selector:
     """Walks a kernel's body once and builds its IR."""
 
-    def __init__(self, kernel: Kernel, module: Module) -> None:
+    def __init__(self, kernel: Kernel, module: Module, three_d: bool = False) -> None:
         self.kernel = kernel
         self.reg_types = kernel.reg_types
         self.params = {p.name: i for i, p in enumerate(kernel.params)}
-        if len(kernel.params) > limits.PARAM_WORDS:
-            raise ResourceError(f"{kernel.name} has {len(kernel.params)} parameters; the machine "
-                           f"takes at most {limits.PARAM_WORDS}")
+        self.three_d = three_d
+        self.num_params = len(kernel.params) + (len(HIDDEN_3D) if three_d else 0)
+        if self.num_params > limits.PARAM_WORDS:
+            extra = f" (and {len(HIDDEN_3D)} hidden ones for a 3-D launch)" if three_d else ""
+            raise ResourceError(f"{kernel.name} has {len(kernel.params)} parameters{extra}; the "
+                                f"machine takes at most {limits.PARAM_WORDS}")
         self._place_shared(module)
+        self.global_addr = global_layout(kernel, module).addresses
         self.vregs: dict[str, int] = {}
         self.vpreds: dict[str, int] = {}
         self.hi: dict[str, int] = {}
@@ -202,7 +217,7 @@ class Selector:
         if o == "ld":
             if "param" in m:
                 return Kind.PTR  # a pointer, or a scalar the host keeps below 2^31
-            return Kind.SX if m[-1] == "s32" else Kind.ZX
+            return Kind.SX if m[-1].startswith("s") else Kind.ZX
         if o in ("mov", "cvta") and srcs:
             return srcs[0] or Kind.ZX
         if o == "cvt":
@@ -373,6 +388,8 @@ class Selector:
             return t
         if isinstance(op, Sym) and op.name in self.shared:
             return self.reg_in(Imm(self.shared[op.name]))
+        if isinstance(op, Sym) and op.name in self.global_addr:
+            return self.reg_in(Imm(self.global_addr[op.name]))
         if isinstance(op, Reg):
             r = self.vreg(op.name)
             if signed and bits < 32:
@@ -410,6 +427,8 @@ class Selector:
                 self.labels[item.name] = self.new_block(item.name)
         self.switch(entry)
         self.line, self.comment = self.kernel.line, ""
+        if self.kernel.zeroes_shared and self.static_shared:
+            self.zero_shared()
         for item in self.kernel.body:
             if isinstance(item, Label):
                 target = self.labels[item.name]
@@ -424,11 +443,37 @@ class Selector:
         if self.cur.term is None:
             self.set_term(VTerm(TermKind.EXIT))
         return IRFunction(
-            self.kernel.name, self.blocks, len(self.kernel.params), self.static_shared,
+            qualified_name(self.kernel.name), self.blocks, self.num_params, self.static_shared,
             self.dynamic_offset,
-            tuple(type_bits(p.type) == 64 for p in self.kernel.params),
+            tuple(type_bits(p.type) == 64 for p in self.kernel.params)
+            + (False,) * (self.num_params - len(self.kernel.params)),
             self.n_vregs, self.n_vpreds,
         )
+
+    def zero_shared(self) -> None:
+        """Prologue of a kernel that stores bytes or halfwords to shared memory: thread 0 zeroes
+        the static shared words and a barrier waits for it, so the read-merge-write of a
+        sub-word store never reads a word no thread wrote (Kernel.zeroes_shared)."""
+        self.comment = "zero the static shared words (sub-word stores merge into them)"
+        t = self.linear_tid()
+        not_first = self.pred_tmp(Cmp.NE, t, imm=0)
+        zero, join = self.new_block("zero_shared"), self.new_block("zeroed")
+        self.set_term(VTerm(TermKind.BRA, join, zero, not_first))
+        self.switch(zero)
+        for offset in range(0, self.static_shared, 4):
+            self.emit(Op.ST, ZERO, ZERO, ZERO, imm=offset, mod=Space.SHARED)
+        self.set_term(VTerm(TermKind.JMP, join))
+        self.switch(join)
+        after = self.new_block("after_zero")
+        self.set_term(VTerm(TermKind.BAR, after))
+        self.switch(after)
+
+    def linear_tid(self) -> int:
+        """The thread's rank in its block, tid.x + tid.y * ntid.x (3-D: y' = y + z * Y)."""
+        t = self.tmp(Op.S2R, mod=SReg.TID_X)
+        self.emit(Op.MAD, t, self.tmp(Op.S2R, mod=SReg.TID_Y),
+                  self.tmp(Op.S2R, mod=SReg.NTID_X), t)
+        return t
 
     def select(self, ins: Instr) -> None:
         o = ins.opcode
@@ -447,6 +492,9 @@ class Selector:
                 self.switch(done)
                 self.set_term(VTerm(TermKind.EXIT))
                 self.switch(cont)
+            return
+        if ins.mods == ("warp", "sync"):
+            self.warp_sync(ins)
             return
         if o in ("bar", "barrier"):
             self.barrier(ins)
@@ -488,6 +536,15 @@ class Selector:
         self.set_term(VTerm(TermKind.BRA, dest, cont, self.vpred(ins.guard[0]), ins.guard[1]))
         self.switch(cont)
 
+    def warp_sync(self, ins: Instr) -> None:
+        """``bar.warp.sync`` of a tile of 1, 2 or 4 threads (parser.warp_sync_group): the tile
+        is inside one machine warp, whose lanes run in lockstep, so only its threads' presence
+        needs checking — a butterfly shuffle from each partner faults if one is elsewhere or
+        has exited (what a GPU leaves undefined)."""
+        group = warp_sync_group(ins, self.kernel.instructions)
+        for distance in (1, 2)[:group.bit_length() - 1]:
+            self.emit(Op.SHFL, ZERO, ZERO, imm=distance, bi=True, c=3, mod=Shfl.BFLY)
+
     def barrier(self, ins: Instr) -> None:
         ops = ins.operands
         if ins.guard is not None or not ops or ops[0] != Imm(0) or len(ops) > 1:
@@ -523,6 +580,12 @@ class Selector:
             return
         d = self.dest(dst)
         if isinstance(src, SpecialReg):
+            if src.name == "%laneid":  # rank % 32: a block (<= 16 threads) is one real warp
+                self.emit(Op.ADD, d, self.linear_tid())
+                return
+            if self.three_d and src.comp in ("y", "z"):
+                self.emit(Op.ADD, d, self.decode_3d(src.name, src.comp))
+                return
             if src.comp == "z" and src.name in Z_CONSTANTS:
                 self.emit(Op.ADD, d, ZERO, imm=Z_CONSTANTS[src.name], bi=True)
                 return
@@ -531,10 +594,29 @@ class Selector:
                                 f" is not supported (4-lane warps differ from a real GPU's)")
             self.emit(Op.S2R, d, mod=SREGS[(src.name, src.comp)])
             return
-        if isinstance(src, Sym) and src.name not in self.shared:
+        if isinstance(src, Sym) and src.name not in self.shared and \
+                src.name not in self.global_addr:
             raise self.fail(f"taking the address of `{src.name}` is not supported")
         r, imm, bi = self.b_operand(src, type_bits(ins.mods[-1]))
         self.emit(Op.ADD, d, ZERO, r, imm=imm, bi=bi)
+
+    def decode_3d(self, name: str, comp: str) -> int:
+        """y or z of tid/ntid/ctaid/nctaid in a 3-D launch from the machine's 2-D y' = y + z*Y
+        (HIDDEN_3D: Y and its magic divisor are hidden parameters)."""
+        block = name in ("%tid", "%ntid")
+        first = len(self.kernel.params) + (0 if block else 2)
+        size, magic = self.new_vreg(), self.new_vreg()
+        self.emit(Op.LD, size, ZERO, imm=4 * first, mod=Space.PARAM)
+        if name in ("%ntid", "%nctaid") and comp == "y":
+            return size
+        machine = {"%tid": SReg.TID_Y, "%ntid": SReg.NTID_Y, "%ctaid": SReg.CTAID_Y,
+                   "%nctaid": SReg.NCTAID_Y}[name]
+        y2 = self.tmp(Op.S2R, mod=machine)
+        self.emit(Op.LD, magic, ZERO, imm=4 * (first + 1), mod=Space.PARAM)
+        z = self.tmp(Op.SHR, self.tmp(Op.MUL, y2, magic), imm=DIVIDE_SHIFT)
+        if comp == "z":
+            return z
+        return self.tmp(Op.SUB, y2, self.tmp(Op.MUL, z, size))
 
     # --- 64-bit pairs: (low, high) halves of registers whose high half matters ---------------
     def pair_of(self, op: object) -> tuple[int, int]:
@@ -1047,8 +1129,9 @@ class Selector:
             self.narrow(d, db)
 
     def op_cvta(self, ins: Instr) -> None:
-        if "shared" in ins.mods or "to" not in ins.mods or "global" not in ins.mods:
-            raise self.fail("only cvta.to.global is supported (generic addressing is not)")
+        if "shared" in ins.mods or "global" not in ins.mods:
+            raise self.fail("only cvta.to.global and cvta.global are supported (a generic "
+                            "address is a global one here)")
         d = self.dest(ins.operands[0])
         self.emit(Op.ADD, d, self.reg_in(ins.operands[1]))
 
@@ -1059,6 +1142,8 @@ class Selector:
         if op.base is None:
             return ZERO, op.offset
         if isinstance(op.base, Sym):
+            if op.base.name in self.global_addr:
+                return ZERO, self.global_addr[op.base.name] + op.offset
             if op.base.name not in self.shared:
                 raise self.fail(f"`{op.base.name}` is not a shared-memory symbol")
             return ZERO, self.shared[op.base.name] + op.offset
@@ -1070,14 +1155,16 @@ class Selector:
             # Shared addresses never become generic (cvta to/from shared is rejected), so a
             # generic address is a global one.
             return "global"
-        if spaces[0] in ("local", "const", "tex", "surf"):
+        if spaces[0] == "const":
+            return "global"  # __constant__ data lives in global memory here
+        if spaces[0] in ("local", "tex", "surf"):
             raise self.fail(f"the .{spaces[0]} state space is not supported")
         return spaces[0]
 
     def check_word(self, ins: Instr) -> None:
         t = ins.mods[-1]
         if type_bits(t) != 32 and not (ins.opcode == "ld" and "param" in ins.mods):
-            raise self.fail(f"{type_bits(t)}-bit memory access: only 32-bit words are supported")
+            raise self.fail(f"{type_bits(t)}-bit atomic: atomics work on 32-bit words only")
 
     def fold_offset(self, ptr: int, index: int, unsigned: bool, offset: int) \
             -> tuple[int, int, int]:
@@ -1094,10 +1181,9 @@ class Selector:
 
     def op_ld(self, ins: Instr) -> None:
         space = self.space(ins)
-        self.check_word(ins)
-        d = self.dest(ins.operands[0])
         addr = ins.operands[1]
         if space == "param":
+            d = self.dest(ins.operands[0])
             if not isinstance(addr, Addr) or not isinstance(addr.base, Sym) or addr.offset \
                     or addr.base.name not in self.params:
                 raise self.fail("parameter loads must name a whole parameter")
@@ -1106,20 +1192,29 @@ class Selector:
                 raise self.fail("parameters narrower than 32 bits (char/short) are not supported")
             self.emit(Op.LD, d, ZERO, imm=4 * self.params[addr.base.name], mod=Space.PARAM)
             return
+        mod = Space.GLOBAL if space == "global" else Space.SHARED
+        bits = type_width(ins.mods[-1])
+        if isinstance(ins.operands[0], Vec) or bits < 32:
+            self.load_elements(ins, mod, bits)
+            return
+        d = self.dest(ins.operands[0])
         fused = self.indexed(addr) if space == "global" else None
         if fused is not None:
             ptr, index, mode = self.fold_offset(*fused, addr.offset)
             self.emit(Op.LD, d, ptr, index, mod=Space.GLOBAL | mode)
             return
         base, off = self.address(addr)
-        self.emit(Op.LD, d, base, imm=off,
-                  mod=Space.GLOBAL if space == "global" else Space.SHARED)
+        self.emit(Op.LD, d, base, imm=off, mod=mod)
 
     def op_st(self, ins: Instr) -> None:
         space = self.space(ins)
-        self.check_word(ins)
         if space == "param":
             raise self.fail("stores to parameters are not supported")
+        mod = Space.GLOBAL if space == "global" else Space.SHARED
+        bits = type_width(ins.mods[-1])
+        if isinstance(ins.operands[1], Vec) or bits < 32:
+            self.store_elements(ins, mod, bits)
+            return
         v = self.reg_in(ins.operands[1])
         fused = self.indexed(ins.operands[0]) if space == "global" else None
         if fused is not None:
@@ -1127,8 +1222,120 @@ class Selector:
             self.emit(Op.ST, ZERO, ptr, index, v, mod=Space.GLOBAL | mode)
             return
         base, off = self.address(ins.operands[0])
-        self.emit(Op.ST, ZERO, base, v, imm=off,
-                  mod=Space.GLOBAL if space == "global" else Space.SHARED)
+        self.emit(Op.ST, ZERO, base, v, imm=off, mod=mod)
+
+    # --- vector and sub-word accesses: split into the machine's aligned words ----------------
+    def access_base(self, addr: object, span: int) -> int:
+        """A register holding the access's byte address; for a vector wider than a word, made
+        odd (so the first word access faults as misaligned) unless it is a multiple of the
+        vector's size, as a GPU requires."""
+        base, off = self.address(addr)
+        a = self.tmp(Op.ADD, base, imm=off) if off or base == ZERO else base
+        if span > 4:
+            bad = self.tmp(Op.MINU, self.tmp(Op.AND, a, imm=span - 1), imm=1)
+            a = self.tmp(Op.OR, a, bad)
+        return a
+
+    def unit_address(self, a: int, size: int) -> int:
+        """The word holding a `size`-byte unit at byte address a: a & -4, except that a
+        halfword at an odd address stays odd, so its access faults as misaligned."""
+        if size == 1:
+            return self.tmp(Op.AND, a, imm=-4)
+        return self.tmp(Op.SUB, a, self.tmp(Op.AND, a, imm=2))
+
+    def load_elements(self, ins: Instr, mod: int, bits: int) -> None:
+        """ld.v2/.v4 and 8/16-bit loads: each aligned word the access covers is loaded once and
+        the elements are shifted out of it (sign- or zero-extended to the register)."""
+        dst = ins.operands[0]
+        items = list(dst.items) if isinstance(dst, Vec) else [dst]
+        size = bits // 8
+        span = size * len(items)
+        signed = ins.mods[-1].startswith("s")
+        a = self.access_base(ins.operands[1], span)
+        if span < 4:  # one byte, one halfword or a char2: a part of one word
+            word = self.new_vreg()
+            self.emit(Op.LD, word, self.unit_address(a, span), mod=mod)
+            shift = self.tmp(Op.SHL, self.tmp(Op.AND, a, imm=3), imm=3)
+            unit = self.tmp(Op.SHR, word, shift)
+            parts = [(unit, k * bits) for k in range(len(items))]
+        else:
+            direct = bits == 32 and a not in {self.vreg(x.name) for x in items if x is not None}
+            words = []
+            for k in range(span // 4):
+                item = items[k] if direct else None
+                w = self.dest(item) if item is not None else self.new_vreg()
+                self.emit(Op.LD, w, a, imm=4 * k, mod=mod)
+                words.append(w)
+            if direct:
+                return
+            parts = [(words[k * size // 4], k * bits % 32) for k in range(len(items))]
+        for item, (word, at) in zip(items, parts, strict=True):
+            if item is None:
+                continue
+            d = self.dest(item)
+            if bits == 32:
+                self.emit(Op.ADD, d, word)
+            elif signed:
+                self.emit(Op.SHL, d, word, imm=32 - bits - at, bi=True)
+                self.emit(Op.SRA, d, d, imm=32 - bits, bi=True)
+                if self.width(item.name) == 16:
+                    self.narrow(d, 16)
+            else:
+                self.emit(Op.SHR, d, word, imm=at, bi=True) if at else self.emit(Op.ADD, d, word)
+                self.emit(Op.AND, d, d, imm=(1 << bits) - 1, bi=True)
+
+    def store_elements(self, ins: Instr, mod: int, bits: int) -> None:
+        """st.v2/.v4 and 8/16-bit stores. Whole words are stored as words (a char4 is one
+        word); a unit smaller than a word is merged into its word with a compare-and-swap
+        loop, since the machine's memory is word-addressed: lanes apply atomics in lane order,
+        so lanes writing neighbouring bytes of one word in one instruction each keep their
+        byte (a lane whose CAS saw another lane's write retries), and two lanes writing one
+        byte leave the higher lane's value, as a word store does."""
+        src = ins.operands[1]
+        items = list(src.items) if isinstance(src, Vec) else [src]
+        size = bits // 8
+        span = size * len(items)
+        a = self.access_base(ins.operands[0], span)
+        values = [self.reg_in(x) for x in items]
+        if span < 4:
+            unit = values[0] if bits == 32 else self.pack(values, bits)
+            self.merge_store(a, unit, span, mod)
+            return
+        per_word = 4 // size
+        for k in range(span // 4):
+            chunk = values[k * per_word:(k + 1) * per_word]
+            word = chunk[0] if bits == 32 else self.pack(chunk, bits)
+            self.emit(Op.ST, ZERO, a, word, imm=4 * k, mod=mod)
+
+    def pack(self, values: list[int], bits: int) -> int:
+        """The elements' low bits side by side, element 0 lowest."""
+        out = self.tmp(Op.AND, values[0], imm=(1 << bits) - 1)
+        for k, v in enumerate(values[1:], start=1):
+            part = self.tmp(Op.SHL, self.tmp(Op.AND, v, imm=(1 << bits) - 1), imm=k * bits)
+            self.emit(Op.OR, out, out, part)
+        return out
+
+    def merge_store(self, a: int, value: int, size: int, mod: int) -> None:
+        """Store the low `size` bytes of `value` at byte address a: a CAS loop on its word."""
+        wa = self.unit_address(a, size)
+        shift = self.tmp(Op.SHL, self.tmp(Op.AND, a, imm=3), imm=3)
+        ones = self.tmp(Op.ADD, ZERO, imm=(1 << 8 * size) - 1)
+        keep = self.tmp(Op.NOT, self.tmp(Op.SHL, ones, shift))
+        put = self.tmp(Op.SHL, self.tmp(Op.AND, value, ones), shift)
+        old = self.new_vreg()
+        self.emit(Op.LD, old, wa, mod=mod)
+        loop, check, done = (self.new_block(f"merge_{n}") for n in ("loop", "check", "done"))
+        self.set_term(VTerm(TermKind.JMP, loop))
+        self.switch(loop)
+        new = self.tmp(Op.OR, self.tmp(Op.AND, old, keep), put)
+        got = self.new_vreg()
+        self.emit(Op.ATOMG if mod == Space.GLOBAL else Op.ATOMS, got, wa, old, new, mod=Atom.CAS)
+        self.set_term(VTerm(TermKind.JMP, check))  # an atomic's result is read a block later
+        self.switch(check)
+        retry = self.pred_tmp(Cmp.NE, got, old)
+        self.emit(Op.ADD, old, got)
+        self.set_term(VTerm(TermKind.BRA, loop, done, retry))
+        self.switch(done)
 
     def op_atom(self, ins: Instr) -> None:
         self.atomic(ins, ins.operands[0], ins.operands[1:])
@@ -1307,6 +1514,7 @@ def _s32(v: int) -> int:
     return v - (1 << 32) if v >> 31 else v
 
 
-def select_kernel(kernel: Kernel, module: Module) -> IRFunction:
-    """PTX kernel -> IR function (instruction selection)."""
-    return Selector(kernel, module).run()
+def select_kernel(kernel: Kernel, module: Module, three_d: bool = False) -> IRFunction:
+    """PTX kernel -> IR function (instruction selection); ``three_d``: for launches with a
+    z extent (HIDDEN_3D parameters follow the kernel's own)."""
+    return Selector(kernel, module, three_d).run()

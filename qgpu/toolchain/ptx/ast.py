@@ -77,7 +77,15 @@ class Pair:
     second: Reg
 
 
-Operand = Reg | Imm | Sym | SpecialReg | Addr | Pair
+@dataclass(frozen=True)
+class Vec:
+    """The ``{%r1, %r2, ...}`` register list of a vector load or store; None is the ``_`` sink
+    (a loaded element nobody keeps)."""
+
+    items: tuple[Reg | Imm | None, ...]
+
+
+Operand = Reg | Imm | Sym | SpecialReg | Addr | Pair | Vec
 
 #: Opcodes that write no register (their first operand, if any, is a source).
 NO_DEST = frozenset({"st", "red", "bra", "ret", "exit", "bar", "barrier", "membar", "fence"})
@@ -115,6 +123,8 @@ class Instr:
         first = self.operands[0]
         if isinstance(first, Pair):
             return (first.first.name, first.second.name)
+        if isinstance(first, Vec):
+            return tuple(x.name for x in first.items if isinstance(x, Reg))
         if isinstance(first, Reg):
             return (first.name,)
         return ()
@@ -149,6 +159,47 @@ class SharedDecl:
 
 
 @dataclass(frozen=True)
+class GlobalVar:
+    """A module-scope ``.global`` (``__device__``, file-scope ``const``) or ``.const``
+    (``__constant__``) variable: the machine keeps it in global memory, placed only for the
+    kernels that use it. ``init`` is its whole initial contents (zero-filled, as CUDA
+    zero-initialises such variables); ``error`` says why a kernel using it cannot run (e.g. an
+    initialiser holding an address), so that only those kernels are rejected."""
+
+    name: str
+    space: str  # "global" | "const"
+    type: str  # the declared element type (NVVM declares initialised arrays as .b8 bytes)
+    size_bytes: int
+    align: int
+    init: bytes
+    line: int
+    error: str | None = None
+
+    @property
+    def element_bits(self) -> int:
+        """Width of one element as the host shows it: the declared type, or for a byte array
+        the widest of 32/16 bits that its alignment and size allow (NVVM writes an initialised
+        int[4] as ``.align 4 .b8 x[16]``)."""
+        bits = TYPE_WIDTH[self.type]
+        if bits != 8:
+            return bits
+        for wide in (32, 16):
+            if self.align >= wide // 8 and self.size_bytes % (wide // 8) == 0:
+                return wide
+        return 8
+
+
+@dataclass(frozen=True)
+class RejectedKernel:
+    """A kernel of the module outside the subset: launching it raises ``error``; the module's
+    other kernels still run."""
+
+    name: str
+    line: int
+    error: Exception
+
+
+@dataclass(frozen=True)
 class RegDecl:
     """``.reg .b32 %r<9>`` -> (b32, "%r", 9) declares %r0..%r8; count None is one named reg."""
 
@@ -180,6 +231,15 @@ class Kernel:
         """Register name -> declared type, for width-correct reads and writes."""
         return {name: decl.type for decl in self.regs for name in decl.names()}
 
+    @cached_property
+    def zeroes_shared(self) -> bool:
+        """True when the kernel stores bytes or halfwords to shared memory. The machine merges
+        such a store into the word around it, which it must read first, and shared memory is
+        undefined when a thread block starts (docs/ISA.md §1): so for such a kernel every
+        static shared word starts at 0 (the lowering's prologue writes them)."""
+        return any(ins.opcode in ("st", "atom", "red") and ins.space == "shared"
+                   and TYPE_WIDTH.get(ins.type, 32) < 32 for ins in self.instructions)
+
     @property
     def instructions(self) -> tuple[Instr, ...]:
         """The body without labels, in program order (indices are program counters)."""
@@ -195,3 +255,10 @@ class Module:
     address_size: int
     kernels: tuple[Kernel, ...]
     module_shared: tuple[SharedDecl, ...]
+    globals: tuple[GlobalVar, ...] = ()
+    rejected: tuple[RejectedKernel, ...] = ()
+
+    @cached_property
+    def global_vars(self) -> dict[str, GlobalVar]:
+        """Module-scope .global/.const variables by name."""
+        return {g.name: g for g in self.globals}

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from qgpu.errors import LaunchError, ResourceError, UnsupportedError, UsageError
 from qgpu.machine import limits
@@ -52,10 +53,14 @@ from qgpu.toolchain.ptx.ast import (
     Reg,
     SpecialReg,
     Sym,
+    Vec,
     is_signed,
     type_width,
 )
 from qgpu.toolchain.ptx.cfg import build_cfg, label_pcs
+from qgpu.toolchain.ptx.globals import global_layout
+from qgpu.toolchain.ptx.names import demangle, matches
+from qgpu.toolchain.ptx.parser import warp_sync_group
 
 _Run = Callable[[list[int]], None]  # executes one instruction for the given thread ids
 
@@ -134,30 +139,36 @@ def shared_layout(kernel: Kernel, module: Module, dynamic_shared: int = 0) -> Sh
 
 
 def find_kernel(module: Module, name: str | None) -> Kernel:
-    """A kernel by exact or C++-mangled name (``_Z<len><name>...``); None if there is one."""
-    names = ", ".join(k.name for k in module.kernels) or "(none)"
+    """A kernel by name: its PTX symbol, or for a C++ kernel (no ``extern "C"``) its demangled
+    name or any part of it a user would type (``kernel``, ``ns::kernel``, ``reduce<8>``,
+    ``reduce``); None if the module has one. A kernel outside the subset raises its error here,
+    when it is asked for, so its neighbours still run."""
+    entries: list[Kernel | Any] = sorted([*module.kernels, *module.rejected],
+                                         key=lambda k: k.line)
+    names = ", ".join(demangle(k.name) for k in entries) or "(none)"
     if name is None:
-        if len(module.kernels) == 1:
-            return module.kernels[0]
-        raise UsageError(f"the module has {len(module.kernels)} kernels, name one of: {names}")
-    for kernel in module.kernels:
-        if kernel.name == name:
-            return kernel
-    mangled = [k for k in module.kernels if k.name.startswith(f"_Z{len(name)}{name}")]
-    if len(mangled) == 1:
-        return mangled[0]
-    if mangled:
-        raise UsageError(f"kernel name {name!r} is overloaded: "
-                         f"{', '.join(k.name for k in mangled)}")
-    raise UsageError(f"no kernel named {name!r}; the module has: {names}")
+        if len(entries) != 1:
+            raise UsageError(f"the module has {len(entries)} kernels, name one of: {names}")
+        found = entries
+    else:
+        found = [k for k in entries if k.name == name] or \
+            [k for k in entries if matches(k.name, name)]
+        if len(found) > 1:
+            raise UsageError(f"kernel name {name!r} is ambiguous: "
+                             f"{', '.join(demangle(k.name) for k in found)}")
+        if not found:
+            raise UsageError(f"no kernel named {name!r}; the module has: {names}")
+    if not isinstance(found[0], Kernel):
+        raise found[0].error
+    return found[0]
 
 
 def run_kernel(
     kernel: Kernel,
     module: Module,
     *,
-    grid: tuple[int, int],
-    block: tuple[int, int],
+    grid: tuple[int, ...],
+    block: tuple[int, ...],
     params: list[int],
     memory: list[int],
     dynamic_shared: int = 0,
@@ -170,14 +181,16 @@ def run_kernel(
     return launch.run()
 
 
-def _dims(name: str, dims: tuple[int, int], most: int) -> tuple[int, int]:
-    if len(dims) != 2 or not all(isinstance(d, int) and d >= 1 for d in dims):
-        raise UsageError(f"{name} must be two positive integers (x, y), got {dims!r}")
-    if dims[0] * dims[1] > most:
-        raise ResourceError(f"{name} {dims[0]}x{dims[1]} has {dims[0] * dims[1]} "
+def _dims(name: str, dims: tuple[int, ...], most: int) -> tuple[int, int, int]:
+    if len(dims) not in (2, 3) or not all(isinstance(d, int) and d >= 1 for d in dims):
+        raise UsageError(f"{name} must be two or three positive integers (x, y[, z]), got "
+                         f"{dims!r}")
+    x, y, z = (*dims, 1)[:3]
+    if x * y * z > most:
+        raise ResourceError(f"{name} {'x'.join(map(str, dims))} has {x * y * z} "
                             f"{'threads' if name == 'block' else 'blocks'}; the machine "
                             f"allows at most {most}")
-    return dims[0], dims[1]
+    return x, y, z
 
 
 def _word(name: str, value: int) -> int:
@@ -201,13 +214,13 @@ class _Warp:
 class _Launch:
     """One launch: decoded instructions (closures over the block state) and the scheduler."""
 
-    def __init__(self, kernel: Kernel, module: Module, grid: tuple[int, int],
-                 block: tuple[int, int], params: list[int], memory: list[int],
+    def __init__(self, kernel: Kernel, module: Module, grid: tuple[int, ...],
+                 block: tuple[int, ...], params: list[int], memory: list[int],
                  dynamic_shared: int, allocations: list[tuple[int, int]] | None,
                  step_limit: int) -> None:
         self.kernel = kernel
-        self.gx, self.gy = _dims("grid", grid, limits.MAX_GRID_BLOCKS)
-        self.bx, self.by = _dims("block", block, limits.MAX_THREADS)
+        self.gx, self.gy, self.gz = _dims("grid", grid, limits.MAX_GRID_BLOCKS)
+        self.bx, self.by, self.bz = _dims("block", block, limits.MAX_THREADS)
         if len(kernel.params) > limits.PARAM_WORDS:
             raise ResourceError(f"kernel {kernel.name} has {len(kernel.params)} parameters; the "
                                 f"machine takes at most {limits.PARAM_WORDS}")
@@ -224,13 +237,15 @@ class _Launch:
         if not isinstance(dynamic_shared, int) or dynamic_shared < 0:
             raise UsageError(f"dynamic_shared must be a byte count >= 0, got {dynamic_shared!r}")
         self.layout = shared_layout(kernel, module, dynamic_shared)
+        self.globals = global_layout(kernel, module).addresses
         self.allocations = allocations
         self.step_limit = step_limit
         self.stats = {"warp_instructions": 0, "thread_instructions": 0, "blocks_run": 0,
                       "barriers": 0, "divergent_branches": 0}
-        self.ctaid = (0, 0)
-        self.nthreads = self.bx * self.by
-        self.tids = [(t % self.bx, t // self.bx) for t in range(self.nthreads)]
+        self.ctaid = (0, 0, 0)
+        self.nthreads = self.bx * self.by * self.bz
+        self.tids = [(t % self.bx, t // self.bx % self.by, t // (self.bx * self.by))
+                     for t in range(self.nthreads)]
         self.regs: list[dict[str, int]] = []
         self.shared: list[int] = []
         self.shared_written: list[bool] = []
@@ -241,16 +256,20 @@ class _Launch:
 
     # -- running ------------------------------------------------------------------------
     def run(self) -> PtxRun:
-        for cy in range(self.gy):
-            for cx in range(self.gx):
-                self.run_block(cx, cy)
+        for cz in range(self.gz):
+            for cy in range(self.gy):
+                for cx in range(self.gx):
+                    self.run_block(cx, cy, cz)
         return PtxRun([_sx(v, 32) for v in self.mem], dict(self.stats))
 
-    def run_block(self, cx: int, cy: int) -> None:
-        self.ctaid = (cx, cy)
+    def run_block(self, cx: int, cy: int, cz: int) -> None:
+        self.ctaid = (cx, cy, cz)
         self.regs = [{} for _ in range(self.nthreads)]
         self.shared = [0] * -(-self.layout.total_bytes // 4)
         self.shared_written = [False] * len(self.shared)
+        if self.kernel.zeroes_shared:  # the lowering's prologue zeroes the static words
+            static = -(-self.layout.static_bytes // 4)
+            self.shared_written[:static] = [True] * static
         n = len(self.instrs)
         warps = []
         for w in range(-(-self.nthreads // limits.WARP_LANES)):
@@ -295,7 +314,7 @@ class _Launch:
                     f"launch did not finish within {self.step_limit} warp instructions (an "
                     f"endless loop? a longer launch needs --step-limit N, step_limit=N in the "
                     f"API) — stopped at line {ins.line} `{ins.text}` in block "
-                    f"ctaid=({self.ctaid[0]},{self.ctaid[1]}), warp {warp.index}"
+                    f"ctaid={_xyz(self.ctaid)}, warp {warp.index}"
                 )
             lanes = [base + lane for lane in range(limits.WARP_LANES) if live >> lane & 1]
             if ins.guard is not None:
@@ -335,9 +354,8 @@ class _Launch:
                 run(lanes)
 
     def fault(self, ins: Instr, t: int, why: str) -> LaunchError:
-        tx, ty = self.tids[t]
-        return LaunchError(f"line {ins.line}: `{ins.text}`: {why} (block ctaid=({self.ctaid[0]},"
-                           f"{self.ctaid[1]}), thread tid=({tx},{ty}))")
+        return LaunchError(f"line {ins.line}: `{ins.text}`: {why} (block ctaid="
+                           f"{_xyz(self.ctaid)}, thread tid={_xyz(self.tids[t])})")
 
     def undefined(self, ins: Instr, t: int, what: str) -> LaunchError:
         return self.fault(ins, t, f"read of {what} before any write in this thread block")
@@ -365,19 +383,22 @@ class _Launch:
             value = op.value & m
             return lambda t: value
         if isinstance(op, Sym):
-            value = self.layout.offsets[op.name] & m
+            value = self.symbol(op.name) & m
             return lambda t: value
         if isinstance(op, SpecialReg):
             return self.special(op, m)
         raise UnsupportedError(f"operand {op} cannot be read as a value")
 
     def special(self, op: SpecialReg, m: int) -> Callable[[int], int]:
+        if op.name == "%laneid":  # the thread's rank % 32 on a real GPU
+            return lambda t: t % 32 & m
         i = "xyz".index(op.comp or "")
         if op.name == "%tid":
-            return lambda t: (self.tids[t] + (0,))[i] & m
+            return lambda t: self.tids[t][i] & m
         if op.name == "%ctaid":
-            return lambda t: (self.ctaid + (0,))[i] & m
-        value = {"%ntid": (self.bx, self.by, 1), "%nctaid": (self.gx, self.gy, 1)}[op.name][i]
+            return lambda t: self.ctaid[i] & m
+        value = {"%ntid": (self.bx, self.by, self.bz),
+                 "%nctaid": (self.gx, self.gy, self.gz)}[op.name][i]
         return lambda t: value & m
 
     def writer(self, op: Operand, ptx_type: str) -> Callable[[int, int], None]:
@@ -405,6 +426,8 @@ class _Launch:
             return "bra", None
         if op in ("ret", "exit"):
             return "exit", None
+        if ins.mods == ("warp", "sync"):
+            return "op", self.decode_warp_sync(ins)
         if op in ("bar", "barrier"):
             return "bar", None
         if op in ("membar", "fence"):
@@ -472,8 +495,17 @@ class _Launch:
 
             return load_param
         where = self.address(ins, addr)
-        is_global = space != "shared"  # generic addresses are global ones (see the parser)
-        word = self.global_word if is_global else self.shared_word
+        is_global = space != "shared"  # generic and .const addresses are global ones
+        size = type_width(ty) // 8
+        data_op = ops[1] if op in ("st", "red") else ops[0]
+        items = data_op.items if isinstance(data_op, Vec) else (data_op,)
+        span = size * len(items)  # a vector access must be aligned to its whole size
+
+        def locate(t: int, a: int, align: int = size) -> tuple[int, int]:
+            """(word index, bit shift) of the element at byte address a."""
+            if is_global:
+                return self.global_word(ins, t, a, align), a % 4 * 8
+            return self.shared_word(ins, t, a, align), a % 4 * 8
 
         def fetch(t: int, i: int) -> int:
             if is_global:
@@ -489,21 +521,35 @@ class _Launch:
                 self.shared[i] = value
                 self.shared_written[i] = True
 
+        element = _mask(8 * size)
         if op == "ld":
-            write = self.writer(ops[0], ty)
+            writes = [self.writer(x, ty) if x is not None else None for x in items]
 
             def load(lanes: list[int]) -> None:
-                values = [fetch(t, word(ins, t, where(t))) for t in lanes]
-                for t, v in zip(lanes, values, strict=True):
-                    write(t, v)
+                values = []
+                for t in lanes:
+                    base = where(t)
+                    for k, write in enumerate(writes):
+                        i, shift = locate(t, base + k * size, span if k == 0 else size)
+                        values.append((t, write, fetch(t, i) >> shift & element))
+                for t, write, v in values:
+                    if write is not None:
+                        write(t, v)
 
             return load
         if op == "st":
-            value = self.reader(ins, ops[1], 32)
+            readers = [self.reader(ins, x, 32) for x in items]
 
             def store(lanes: list[int]) -> None:
                 for t in lanes:
-                    put(word(ins, t, where(t)), value(t))
+                    base = where(t)
+                    for k, value in enumerate(readers):
+                        i, shift = locate(t, base + k * size, span if k == 0 else size)
+                        if size < 4:  # the machine merges it into the word it reads first
+                            old = fetch(t, i) & ~(element << shift)
+                            put(i, old | (value(t) & element) << shift)
+                        else:
+                            put(i, value(t))
 
             return store
         name = next(m for m in ins.mods if m in _ATOMIC)
@@ -514,7 +560,7 @@ class _Launch:
 
         def atomic(lanes: list[int]) -> None:
             for t in lanes:
-                i = word(ins, t, where(t))
+                i, _ = locate(t, where(t))
                 old = fetch(t, i)
                 put(i, update(old, *[r(t) for r in data], signed=signed) & 0xFFFFFFFF)
                 if write_old is not None:
@@ -522,44 +568,71 @@ class _Launch:
 
         return atomic
 
+    def symbol(self, name: str) -> int:
+        """Address of a shared variable (its window offset) or of a module variable."""
+        if name in self.layout.offsets:
+            return self.layout.offsets[name]
+        return self.globals[name]
+
     def address(self, ins: Instr, addr: Addr) -> Callable[[int], int]:
         """Byte address of ``[base+offset]`` for thread t, as a signed number of the base width."""
         offset = addr.offset
         if addr.base is None:
             return lambda t: offset
         if isinstance(addr.base, Sym):
-            value = self.layout.offsets[addr.base.name] + offset
+            value = self.symbol(addr.base.name) + offset
             return lambda t: value
         width = self.reg_width(addr.base.name)
         base = self.reader(ins, addr.base, width)
         m = _mask(width)
         return lambda t: _sx((base(t) + offset) & m, width)
 
-    def global_word(self, ins: Instr, t: int, a: int) -> int:
+    def global_word(self, ins: Instr, t: int, a: int, align: int = 4) -> int:
+        """Index of the global word holding byte address a, which must be a multiple of
+        ``align`` (the access size); bounds are checked for the whole word."""
         first, end = limits.GLOBAL_FIRST_WORD * 4, limits.GLOBAL_WORDS * 4
+        w = a - a % 4
         if 0 <= a < first:
             why = "null pointer dereference"
         elif not 0 <= a < end:
             why = f"address outside global memory (bytes {first}..{end - 1})"
-        elif a % 4:
-            why = "misaligned 32-bit access"
+        elif a % align:
+            why = f"misaligned {8 * align}-bit access"
         elif self.allocations is not None and not any(
-            lo <= a and a + 4 <= lo + size for lo, size in self.allocations
+            lo <= w and w + 4 <= lo + size for lo, size in self.allocations
         ):
             why = "out of bounds of every argument array"
         else:
             return a // 4
         raise self.fault(ins, t, f"{why} at global address {a}")
 
-    def shared_word(self, ins: Instr, t: int, a: int) -> int:
+    def shared_word(self, ins: Instr, t: int, a: int, align: int = 4) -> int:
         total = self.layout.total_bytes
-        if not (0 <= a and a + 4 <= total):
+        w = a - a % 4
+        if not (0 <= w and w + 4 <= total):
             why = f"outside the block's {total} bytes of shared memory"
-        elif a % 4:
-            why = "misaligned 32-bit access"
+        elif a % align:
+            why = f"misaligned {8 * align}-bit access"
         else:
             return a // 4
         raise self.fault(ins, t, f"{why} at shared address {a}")
+
+    def decode_warp_sync(self, ins: Instr) -> _Run:
+        """``bar.warp.sync``: every thread of the tile (the aligned group of 1, 2 or 4 threads
+        the mask names, checked by the parser) must be here; on the 4-lane warp that is all the
+        synchronising there is."""
+        group = warp_sync_group(ins, self.instrs)
+
+        def run(lanes: list[int]) -> None:
+            here = set(lanes)
+            for t in lanes:
+                first = t - t % group
+                missing = [u for u in range(first, first + group) if u not in here]
+                if missing:
+                    raise self.fault(ins, t, f"divergent __syncwarp: threads {missing} of the "
+                                     f"same {group}-thread tile are elsewhere or have exited")
+
+        return run
 
     def decode_shfl(self, ins: Instr) -> _Run:
         mode = ins.mods[1]
@@ -864,3 +937,8 @@ _ATOMIC: dict[str, Callable[..., int]] = {
     "inc": lambda old, b, signed: 0 if old >= b else old + 1,
     "dec": lambda old, b, signed: b if old == 0 or old > b else old - 1,
 }
+
+
+def _xyz(v: tuple[int, ...]) -> str:
+    """(x,y) for 2-D coordinates, (x,y,z) when z is used."""
+    return f"({','.join(map(str, v if v[2:] not in ((), (0,)) else v[:2]))})"

@@ -14,9 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from qgpu.errors import UnsupportedError
+from qgpu.machine import limits
 from qgpu.toolchain.ptx.ast import (
     TYPE_WIDTH,
     Addr,
+    GlobalVar,
     Imm,
     Instr,
     Kernel,
@@ -27,9 +29,11 @@ from qgpu.toolchain.ptx.ast import (
     Param,
     Reg,
     RegDecl,
+    RejectedKernel,
     SharedDecl,
     SpecialReg,
     Sym,
+    Vec,
 )
 
 _TOKEN = re.compile(
@@ -50,6 +54,7 @@ _SU_TYPES = frozenset(t for t in INT_TYPES if t[0] in "su")
 _SU8_TYPES = _SU_TYPES | {"u8", "s8"}
 _BIT_TYPES = frozenset({"b16", "b32", "b64"})
 _WORD_TYPES = frozenset({"u32", "s32", "b32"})
+_MEMORY_TYPES = _WORD_TYPES | {"u8", "s8", "b8", "u16", "s16", "b16"}
 _FLOAT_TYPES = frozenset(
     {"f16", "f16x2", "bf16", "bf16x2", "f32", "f64", "tf32", "e4m3", "e5m2", "e4m3x2", "e5m2x2"}
 )
@@ -264,20 +269,22 @@ def _check_opcode(opcode: str, mods: tuple[str, ...], line: int) -> None:
 
 
 def _check_ld_st(opcode: str, mods: tuple[str, ...], line: int, full: str) -> None:
-    if any(m in ("v2", "v4", "v8") for m in mods):
-        raise _unsupported(line, f"`{full}` (vector {'load' if opcode == 'ld' else 'store'})",
-                           "access one 32-bit element at a time")
+    vectors = [m for m in mods if m in ("v2", "v4", "v8")]
+    if vectors and vectors[0] == "v8":
+        raise _unsupported(line, f"`{full}` (8-element vector access)",
+                           "access at most 4 elements at a time")
     # No state space = a generic address, which is a global one here: cvta to and from shared
     # is rejected, so a shared address can never become generic.
     space = next((m for m in mods if m in ("global", "shared", "param", "local", "const")), None)
     if space == "local":
         raise _unsupported(line, f"`{full}` (.local per-thread memory)",
                            "avoid per-thread arrays indexed at run time")
-    if space == "const":
-        raise _unsupported(line, f"`{full}` (__constant__ memory)", "pass a global array")
     if space == "param" and opcode == "st":
         raise _unsupported(line, f"`{full}` (function call sequence)", _INLINE_HINT)
-    allowed = {space} | _CACHE_OPS | _MEM_ORDER | _SCOPES | ({"nc"} if space == "global" else set())
+    if space == "param" and vectors:
+        raise _unsupported(line, f"`{full}` (vector parameter load)", "pass scalars and pointers")
+    allowed = ({space} | _CACHE_OPS | _MEM_ORDER | _SCOPES | set(vectors)
+               | ({"nc"} if space in ("global", None) else set()))
     extra = [m for m in mods[:-1] if m not in allowed]
     if extra:
         raise _unsupported(line, f"`{full}` (modifier .{extra[0]})")
@@ -285,11 +292,11 @@ def _check_ld_st(opcode: str, mods: tuple[str, ...], line: int, full: str) -> No
     if space == "param":
         if ty not in TYPE_WIDTH or ty == "pred":
             raise _unsupported(line, f"`{full}` (parameter type .{ty})")
-    elif ty not in _WORD_TYPES:
+    elif ty not in _MEMORY_TYPES:
         width = TYPE_WIDTH.get(ty)
         what = f"{width}-bit memory access" if width else f"memory type .{ty}"
-        raise _unsupported(line, f"`{full}` ({what})", "only 32-bit int/unsigned words can "
-                           "be loaded and stored (no char/short/long long/pointer arrays)")
+        raise _unsupported(line, f"`{full}` ({what})", "only 8-, 16- and 32-bit integers can "
+                           "be loaded and stored (no long long/pointer arrays)")
 
 
 def _check_atom(mods: tuple[str, ...], line: int, full: str) -> None:
@@ -306,8 +313,7 @@ def _check_atom(mods: tuple[str, ...], line: int, full: str) -> None:
 
 def _check_barrier(opcode: str, mods: tuple[str, ...], line: int, full: str) -> None:
     if mods == ("warp", "sync"):
-        raise _unsupported(line, f"`{full}` (__syncwarp)",
-                           _WARP_HINT + "; use __syncthreads()")
+        return  # the member mask is checked kernel-wide (_check_warp_sync)
     plain = [m for m in mods if m not in ("cta", "aligned")]
     if plain != ["sync"] or (opcode == "bar" and "aligned" in mods):
         raise _unsupported(line, f"`{full}`", "only __syncthreads() (bar.sync 0) is supported")
@@ -318,6 +324,7 @@ class _Parser:
         self.toks = _tokenize(text)
         self.text = text
         self.pos = 0
+        self.funcs: dict[str, tuple[str, str]] = {}  # .func name -> (what it is, hint)
 
     # -- token helpers --------------------------------------------------------------------
     def peek(self, ahead: int = 0) -> _Tok | None:
@@ -386,6 +393,8 @@ class _Parser:
     def module(self) -> Module:
         version, target, address_size = "", "", 64
         kernels: list[Kernel] = []
+        rejected: list[RejectedKernel] = []
+        globals_: list[GlobalVar] = []
         shared: list[SharedDecl] = []
         linkage: list[str] = []
         while (tok := self.peek()) is not None:
@@ -407,24 +416,13 @@ class _Parser:
                 linkage.append(d)
                 continue
             elif d == ".entry":
-                kernels.append(self.kernel(shared))
+                self.entry(shared, globals_, kernels, rejected)
             elif d == ".func":
-                self.next()
-                name = self.func_name()
-                if name == "vprintf":
-                    raise _unsupported(tok.line, "`printf` (device-side printf)", "remove it")
-                raise _unsupported(tok.line, f"`.func {name}` (a device function that was not "
-                                   "inlined)", _INLINE_HINT)
+                self.func()
             elif d == ".shared":
                 shared.append(self.shared_decl(".extern" in linkage))
-            elif d == ".global":
-                self.next()
-                raise _unsupported(tok.line, f"`.global` variable `{self.decl_name()}` "
-                                   "(a __device__ variable)", "pass a pointer argument instead")
-            elif d == ".const":
-                self.next()
-                raise _unsupported(tok.line, f"`.const` variable `{self.decl_name()}` "
-                                   "(__constant__ memory)", "pass a global array instead")
+            elif d in (".global", ".const"):
+                globals_.append(self.global_decl(".extern" in linkage))
             elif d in (".tex", ".texref", ".surfref", ".samplerref"):
                 raise _unsupported(tok.line, f"`{d}` (textures/surfaces)", "use a global array")
             elif d == ".local":
@@ -438,20 +436,152 @@ class _Parser:
             else:
                 raise self.error("expected a module-level directive")
             linkage = []
-        return Module(version, target, address_size, tuple(kernels), tuple(shared))
+        return Module(version, target, address_size, tuple(kernels), tuple(shared),
+                      tuple(globals_), tuple(rejected))
 
-    def func_name(self) -> str:
-        """The name after ``.func``, skipping an optional ``(.param ...)`` return list."""
+    def entry(self, shared: list[SharedDecl], globals_: list[GlobalVar], kernels: list[Kernel],
+              rejected: list[RejectedKernel]) -> None:
+        """Parse one ``.entry``; a kernel outside the subset is kept as a RejectedKernel (its
+        error raised only when it is launched) so that the module's other kernels still run."""
+        start = self.pos
+        line = self.peek().line
+        name_tok = self.peek(1)
+        name = name_tok.text if name_tok is not None else "?"
+        end = self.body_end(start)
+        try:
+            kernels.append(self.kernel(shared, {g.name for g in globals_}))
+        except UnsupportedError as err:
+            if end is None:
+                raise
+            reason = err
+            try:  # a call of printf or of a non-inlined function is the reason to give
+                _BodyParser(self, name, [], [], set()).reject_call(start)
+            except UnsupportedError as call:
+                reason = call
+            rejected.append(RejectedKernel(name, line, reason))
+            self.pos = end
+
+    def body_end(self, start: int) -> int | None:
+        """Token index just past the ``}`` closing the body that follows ``start`` (None when
+        the text has no balanced body)."""
+        depth = 0
+        for i in range(start, len(self.toks)):
+            text = self.toks[i].text
+            if text == "{":
+                depth += 1
+            elif text == "}":
+                depth -= 1
+                if depth == 0:
+                    return i + 1
+            elif text == ";" and depth == 0 and i > start and self.toks[start].text == ".func":
+                return i + 1  # a declaration without a body
+        return None
+
+    def func(self) -> None:
+        """A ``.func`` that NVVM did not inline: remembered, so that a kernel calling it is
+        rejected naming it (printf is vprintf)."""
+        tok = self.next()
+        end = self.body_end(self.pos - 1)
         if self.peek() and self.peek().text == "(":
             while self.next().text != ")":
                 pass
-        return self.word().text
+        name = self.word().text
+        if name == "vprintf":
+            self.funcs[name] = ("`printf` (device-side printf)", "remove it")
+        else:
+            self.funcs[name] = (f"`.func {name}` (a device function that was not inlined)",
+                                _INLINE_HINT)
+        if end is None:
+            raise self.error("expected the body of a .func", tok)
+        self.pos = end
 
-    def decl_name(self) -> str:
-        """The variable name of a state-space declaration (the first plain name)."""
-        while (tok := self.peek()) is not None and (tok.text.startswith(".") or tok.kind == "int"):
-            self.pos += 1
-        return self.word().text
+    def global_decl(self, extern: bool) -> GlobalVar:
+        """A module-scope ``.global``/``.const`` variable with its initial bytes; what the
+        machine cannot hold becomes the variable's ``error`` (reported by kernels using it)."""
+        tok = self.next()
+        space = tok.text[1:]
+        line = tok.line
+        align, ty, error = 0, "", None
+        while (m := self.peek()) is not None and m.text.startswith("."):
+            self.next()
+            if m.text == ".align":
+                align = self.int_tok()
+            elif m.text[1:] in TYPE_WIDTH and m.text != ".pred":
+                ty = m.text[1:]
+            elif m.text[1:] in _FLOAT_TYPES:
+                ty = ty or "b32"
+                error = f"floating-point variable (`{m.text}`)"
+            elif m.text in (".v2", ".v4"):
+                error = f"vector-typed variable (`{m.text}`)"
+            else:
+                ty = ty or "b32"
+                error = f"variable of type `{m.text}`"
+        name = self.word().text
+        if not ty:
+            raise self.error(f"expected the type of the .{space} variable `{name}`")
+        elem = max(TYPE_WIDTH[ty] // 8, 1)
+        count = 1
+        while self.accept("["):
+            if self.accept("]"):
+                error = error or "an array without a size"
+                continue
+            count *= self.int_tok()
+            self.expect("]")
+        init = bytearray(elem * count)
+        if self.accept("="):
+            values: list[int] = []
+            problem = self.initialiser(values)
+            error = error or problem
+            if len(values) > count:
+                raise self.error(f"too many initialisers for `{name}`")
+            for i, v in enumerate(values):
+                init[i * elem:(i + 1) * elem] = (v & ((1 << (8 * elem)) - 1)).to_bytes(
+                    elem, "little")
+        self.expect(";")
+        if extern and error is None:
+            error = "an `extern` variable defined in another file"
+        return GlobalVar(name, space, ty, elem * count, align or elem, bytes(init), line, error)
+
+    def initialiser(self, values: list[int]) -> str | None:
+        """Read ``6`` or ``{1, 2, {3}}`` into ``values``; a value that is not an integer
+        (an address, a float) is skipped and named in the returned problem."""
+        problem = None
+        depth = 0
+        while True:
+            tok = self.peek()
+            if tok is None:
+                raise self.error("expected an initialiser")
+            if tok.text == "{":
+                self.next()
+                depth += 1
+            elif tok.text == "}":
+                self.next()
+                depth -= 1
+            elif tok.text == ",":
+                self.next()
+            elif tok.text == "-" or tok.kind == "int":
+                neg = self.accept("-")
+                value = self.int_tok()
+                values.append(-value if neg else value)
+            elif tok.kind == "float":
+                self.next()
+                problem = problem or f"floating-point initialiser `{tok.text}`"
+                values.append(0)
+            else:  # generic(sym), sym, sym+4: an address the host would have to relocate
+                self.next()
+                if self.accept("("):
+                    self.skip_parens()
+                while self.accept("+"):
+                    self.next()
+                problem = problem or f"initialiser holding the address of `{tok.text}`"
+                values.append(0)
+            if depth == 0:
+                return problem
+
+    def skip_parens(self) -> None:
+        depth = 1
+        while depth:
+            depth += {"(": 1, ")": -1}.get(self.next().text, 0)
 
     def shared_decl(self, extern: bool) -> SharedDecl:
         line = self.expect(".shared").line
@@ -488,7 +618,7 @@ class _Parser:
         return SharedDecl(name, 0 if extern else elem * count, align or elem, line, extern)
 
     # -- kernels --------------------------------------------------------------------------
-    def kernel(self, module_shared: list[SharedDecl]) -> Kernel:
+    def kernel(self, module_shared: list[SharedDecl], module_globals: set[str]) -> Kernel:
         line = self.expect(".entry").line
         name = self.word().text
         params: list[Param] = []
@@ -508,7 +638,7 @@ class _Parser:
                 self.skip_statement()
             else:
                 raise self.error("expected `{` to open the kernel body")
-        body = _BodyParser(self, name, params, module_shared)
+        body = _BodyParser(self, name, params, module_shared, module_globals)
         return body.parse(line)
 
     def param(self) -> Param:
@@ -539,12 +669,14 @@ class _Parser:
 class _BodyParser:
     """Parses one kernel body; nested ``{ }`` scopes get their registers renamed if shadowing."""
 
-    def __init__(self, p: _Parser, name: str, params: list[Param], module_shared: list[SharedDecl]):
+    def __init__(self, p: _Parser, name: str, params: list[Param],
+                 module_shared: list[SharedDecl], module_globals: set[str]):
         self.p = p
         self.name = name
         self.params = params
         self.param_names = {prm.name for prm in params}
         self.module_shared = {d.name: d for d in module_shared}
+        self.module_globals = module_globals
         self.regs: list[RegDecl] = []
         self.shared: list[SharedDecl] = []
         self.body: list[Instr | Label] = []
@@ -598,10 +730,11 @@ class _BodyParser:
                                "registers spilled by the compiler)",
                                "avoid per-thread arrays indexed at run time")
         elif d == ".param":
+            self.reject_call(p.pos)
             raise _unsupported(tok.line, "`.param` inside a kernel body (a function call "
                                "sequence)", _INLINE_HINT)
         elif d == ".const":
-            raise _unsupported(tok.line, "`.const` (__constant__ memory)", "pass a global array")
+            raise _unsupported(tok.line, "`.const` (__constant__ memory) declared inside a kernel")
         else:
             raise p.error("unexpected directive in a kernel body", tok)
 
@@ -671,6 +804,8 @@ class _BodyParser:
         op_tok = p.word()
         opcode, *rest = op_tok.text.split(".")
         mods = tuple(rest)
+        if opcode == "call":
+            self.reject_call(p.pos - 1)
         _check_opcode(opcode, mods, op_tok.line)
         operands: list[Operand] = []
         if not p.accept(";"):
@@ -684,6 +819,24 @@ class _BodyParser:
         ins = Instr(first.line, text, guard, opcode, mods, tuple(operands))
         self.check_operands(ins)
         return ins
+
+    def reject_call(self, start: int) -> None:
+        """At a call sequence: if the next ``call`` names a module ``.func``, reject the kernel
+        naming that function (and printf as printf) at the call's line."""
+        toks = self.p.toks
+        i = start
+        while i < len(toks) and not toks[i].text.startswith("call"):
+            if toks[i].text == ".entry" and i > start:
+                return
+            i += 1
+        if i == len(toks):
+            return
+        j = i + 1
+        while j < len(toks) and toks[j].text != ";":
+            if toks[j].text in self.p.funcs:  # named on the line of the function's name
+                what, hint = self.p.funcs[toks[j].text]
+                raise _unsupported(toks[j].line, what, hint)
+            j += 1
 
     def reg(self, tok: _Tok) -> Reg:
         name = self.lookup(tok.text)
@@ -700,7 +853,7 @@ class _BodyParser:
         if tok.text == "[":
             return self.address()
         if tok.text == "{":
-            raise _unsupported(tok.line, "vector operand `{...}`", "use scalar 32-bit values")
+            return self.vector()
         if tok.text == "!":
             p.next()
             return Reg(self.reg(p.word()).name, negated=True)
@@ -714,6 +867,8 @@ class _BodyParser:
             if comp not in ("x", "y", "z"):
                 raise _unsupported(tok.line, f"vector special register `{tok.text}`")
             return SpecialReg(base, comp)
+        if tok.text == "%laneid":  # thread rank % 32: a block (<= 16 threads) is in one warp
+            return SpecialReg("%laneid")
         if base.startswith(_SPECIAL_PREFIXES):
             raise _unsupported(tok.line, f"special register `{tok.text}`",
                                _WARP_HINT if base.startswith(("%lane", "%warp")) else "")
@@ -726,6 +881,24 @@ class _BodyParser:
             raise _unsupported(tok.line, "`warpSize` (WARP_SZ)",
                                "warps here have 4 lanes, not 32; use a literal width")
         return Sym(tok.text)
+
+    def vector(self) -> Vec:
+        """``{%r1, _, %r3}``: the register list of a vector load or store."""
+        p = self.p
+        p.expect("{")
+        items: list[Reg | Imm | None] = []
+        while True:
+            tok = p.peek()
+            if tok is not None and tok.text == "_":
+                p.next()
+                items.append(None)
+            elif tok is not None and (tok.kind == "int" or tok.text == "-"):
+                items.append(Imm(self.signed_int()))
+            else:
+                items.append(self.reg(p.word()))
+            if p.accept("}"):
+                return Vec(tuple(items))
+            p.expect(",")
 
     def signed_int(self) -> int:
         p = self.p
@@ -773,6 +946,14 @@ class _BodyParser:
             if ops:
                 raise bad("expected no operands")
             return
+        vec = next((o for o in ops if isinstance(o, Vec)), None)
+        if vec is not None and (op not in ("ld", "st") or not set(ins.mods) & {"v2", "v4"}):
+            raise _unsupported(line, f"`{ins.text}` (vector operand `{{...}}`)",
+                               "use scalar 32-bit values")
+        if ins.mods == ("warp", "sync"):
+            if len(ops) != 1 or not value(ops[0]):
+                raise bad("expected one member-mask operand")
+            return
         if op in ("bar", "barrier"):
             if len(ops) != 1 or ops[0] != Imm(0):
                 raise _unsupported(line, f"`{ins.text}` (named barrier or thread count)",
@@ -806,9 +987,9 @@ class _BodyParser:
                 continue
             if op == "mov" and isinstance(o, SpecialReg):
                 continue
-            if op == "mov" and isinstance(o, Sym):
-                if o.name not in self.shared_names():
-                    raise bad(f"`{o.name}` is not a shared variable of this kernel (taking the "
+            if op in ("mov", "cvta") and isinstance(o, Sym):
+                if o.name not in self.shared_names() | self.module_globals:
+                    raise bad(f"`{o.name}` is not a shared or global variable (taking the "
                               "address of a parameter or label is not supported)")
                 continue
             raise bad(f"unexpected operand {o}")
@@ -828,7 +1009,15 @@ class _BodyParser:
         if len(ops) != want or not isinstance(ops[addr_at], Addr):
             raise bad(f"expected {want} operands with the address at position {addr_at + 1}")
         others = [o for i, o in enumerate(ops) if i != addr_at]
-        if addr_at == 1 and not isinstance(ops[0], Reg):
+        lanes = 2 if "v2" in ins.mods else 4 if "v4" in ins.mods else 0
+        if lanes:
+            data = ops[1 - addr_at]
+            if not isinstance(data, Vec) or len(data.items) != lanes:
+                raise bad(f"expected a {{...}} list of {lanes} registers")
+            if addr_at == 1 and any(isinstance(x, Imm) for x in data.items):
+                raise bad("a vector load needs registers to load into")
+            others = [x for x in data.items if x is not None]
+        elif addr_at == 1 and not isinstance(ops[0], Reg):
             raise bad("the destination must be a register")
         if not all(isinstance(o, Imm) or (isinstance(o, Reg) and not o.negated) for o in others):
             raise bad("expected register or immediate data operands")
@@ -841,10 +1030,11 @@ class _BodyParser:
             if addr.offset:
                 raise _unsupported(ins.line, f"`{ins.text}` (a load at an offset inside a "
                                    "parameter)", "pass scalars and pointers only")
-        elif isinstance(addr.base, Sym) and (
-            space != "shared" or addr.base.name not in self.shared_names()
-        ):
-            raise bad(f"`{addr.base.name}` is not a shared variable of this kernel")
+        elif isinstance(addr.base, Sym):
+            names = self.shared_names() if space == "shared" else self.module_globals
+            if addr.base.name not in names:
+                kind = "shared" if space == "shared" else "global or constant"
+                raise bad(f"`{addr.base.name}` is not a {kind} variable of this module")
 
 
 def _validate(kernel: Kernel) -> None:
@@ -862,6 +1052,53 @@ def _validate(kernel: Kernel) -> None:
             raise UnsupportedError(f"line {ins.line}: `{ins.text}`: unknown label")
         if ins.opcode == "shfl":
             _check_shfl_segment(ins, instrs)
+        if ins.mods == ("warp", "sync"):
+            warp_sync_group(ins, instrs)
+
+
+_LANE_OPS: dict[str, Callable[..., int]] = {
+    "and": lambda a, b: a & b, "or": lambda a, b: a | b, "xor": lambda a, b: a ^ b,
+    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "not": lambda a: ~a,
+    "shl": lambda a, b: a << b if b < 32 else 0, "shr": lambda a, b: a >> b if b < 32 else 0,
+    "mov": lambda a: a,
+}
+
+
+def _lane_value(op: Operand, instrs: tuple[Instr, ...], lane: int, depth: int = 0) -> int | None:
+    """The value of a 32-bit operand computed only from constants and ``%laneid`` (= lane),
+    through unguarded single definitions; None when it depends on anything else."""
+    if isinstance(op, Imm):
+        return op.value & 0xFFFFFFFF
+    if op == SpecialReg("%laneid"):
+        return lane
+    if not isinstance(op, Reg) or depth > 16:
+        return None
+    defs = [d for d in instrs if op.name in d.dests]
+    if len(defs) != 1 or defs[0].guard is not None or defs[0].opcode not in _LANE_OPS:
+        return None
+    args = [_lane_value(o, instrs, lane, depth + 1) for o in defs[0].operands[1:]]
+    if any(a is None for a in args):
+        return None
+    return _LANE_OPS[defs[0].opcode](*args) & 0xFFFFFFFF
+
+
+def warp_sync_group(ins: Instr, instrs: tuple[Instr, ...]) -> int:
+    """Lanes per group that ``bar.warp.sync mask`` synchronises: 1, 2 or 4 when, for every
+    thread, the mask is exactly the aligned group of that size around it (cooperative groups'
+    tiles of 1, 2 or 4 threads) — the group then lies inside one 4-lane warp of this machine.
+    Anything else (``__syncwarp()`` over 32 lanes, tiles of 8 or more, masks computed from
+    data) is rejected naming the 4-lane warp."""
+    masks = [_lane_value(ins.operands[0], instrs, lane) for lane in range(limits.MAX_THREADS)]
+    for size in (1, 2, 4):
+        if all(m == ((1 << size) - 1) << (lane & -size) for lane, m in enumerate(masks)):
+            return size
+    known = masks[0] is not None and all(m is not None for m in masks)
+    widest = max(m.bit_count() for m in masks) if known else 0  # type: ignore[union-attr]
+    what = f"over {widest} threads" if known else "with a member mask computed at run time"
+    raise _unsupported(
+        ins.line, f"`{ins.text}` (__syncwarp or a tile's sync() {what})",
+        f"{_WARP_HINT}; synchronise tiles of at most 4 threads "
+        "(cg::tiled_partition<4>) or the whole block (__syncthreads())")
 
 
 def _check_shfl_segment(ins: Instr, instrs: tuple[Instr, ...]) -> None:

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from qgpu.machine import limits
-from qgpu.toolchain.ptx.ast import Module
+from qgpu.toolchain.ptx.ast import Kernel, Module
 from qgpu.toolchain.ptx.interp import PtxRun, find_kernel, run_kernel
 from qgpu.toolchain.ptx.parser import parse_module
 
@@ -23,6 +23,12 @@ def sample(name: str) -> str:
 @functools.cache
 def module(name: str) -> Module:
     return parse_module(sample(name))
+
+
+def parse_kernel(text: str, name: str | None = None) -> Kernel:
+    """Parse a module and take one kernel: a kernel outside the subset raises here (a module's
+    other kernels stay usable)."""
+    return find_kernel(parse_module(text), name)
 
 
 def s32(value: int) -> int:

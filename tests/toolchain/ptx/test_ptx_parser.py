@@ -21,7 +21,7 @@ from qgpu.toolchain.ptx.ast import (
 from qgpu.toolchain.ptx.interp import find_kernel
 from qgpu.toolchain.ptx.parser import parse_module
 
-from .helpers import entry, module, sample
+from .helpers import entry, module, parse_kernel, sample
 
 
 def instr(kernel, text: str) -> Instr:
@@ -189,7 +189,7 @@ $L_end:
 )
 def test_malformed_ptx_names_the_line(body, line, words):
     with pytest.raises(UnsupportedError) as err:
-        parse_module(entry(body))
+        parse_kernel(entry(body))
     assert err.value.kind == "unsupported"
     assert err.value.message.startswith(f"line {line}:") and words in err.value.message
 

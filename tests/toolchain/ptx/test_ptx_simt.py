@@ -376,7 +376,7 @@ def test_fences_are_no_ops_and_nc_loads_are_plain_loads():
         ({"block": (17, 1)}, ResourceError, "17 threads"),
         ({"block": (4, 5)}, ResourceError, "20 threads"),
         ({"grid": (17, 1)}, ResourceError, "17 blocks"),
-        ({"block": (0, 1)}, UsageError, "two positive integers"),
+        ({"block": (0, 1)}, UsageError, "two or three positive integers"),
         ({"params": [4, 4, 4]}, UsageError, "takes 4 parameters, 3 were given"),
         ({"params": [4, 4, 4, 1 << 32]}, UsageError, "parameter 3 (vadd_param_3)"),
         ({"memory": [0] * 5}, UsageError, f"must have {limits.GLOBAL_WORDS} words"),
