@@ -233,7 +233,7 @@ class _Call:
                          + code_block(err.get("message", ""), "text"))
         elif self.interrupted:
             lines.append("*(interrupted)*")
-        metadata: dict[str, Any] = {"title": self.title, "id": f"call-{self.number}"}
+        metadata: dict[str, Any] = {"title": self.title}
         tokens = sum(len(x.recording) for x in self.launches)
         n = len(self.launches)
         count = f"{n} launch{'es' * (n != 1)}, {tokens} generated tokens"
