@@ -92,6 +92,28 @@ def test_bad_dimensions_are_usage_errors(capsys) -> None:
     assert code == 2 and out["error"]["kind"] == "usage" and "--grid" in out["error"]["message"]
 
 
+COUNTS = """
+__constant__ int step = 1;
+__device__ int total;
+extern "C" __global__ void count(int *out) {
+    int t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    out[t] = threadIdx.z * step;
+    atomicAdd(&total, step);
+}
+"""
+
+
+@pytest.mark.parametrize("backend", ["interp", "ptx"])
+def test_3d_launch_and_symbols(capsys, tmp_path, backend: str) -> None:
+    src = tmp_path / "count.cu"
+    src.write_text(COUNTS)
+    code, out = run_json(capsys, "run", str(src), "--grid", "1,1,2", "--block", "2,1,3",
+                         "--args", '[{"zeros": 6}]', "--symbols", '{"step": 5}',
+                         "--backend", backend)
+    assert code == 0 and out["args"] == [[0, 0, 5, 5, 10, 10]]
+    assert out["symbols"] == {"step": 5, "total": 60}
+
+
 def test_missing_file_is_a_usage_error(capsys) -> None:
     code, out = run_json(capsys, "run", "nope.cu", "--grid", "1", "--block", "1", "--args", "[]")
     assert code == 2 and out["error"]["kind"] == "usage"
