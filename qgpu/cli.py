@@ -166,6 +166,21 @@ def _build_parser() -> _Parser:
     suite.add_argument("--batch", type=_count(1), default=1, metavar="N",
                        help="with --model: run N launches side by side (one batch)")
     suite.add_argument("names", nargs="*", help="only these kernels")
+    fuzz = sub.add_parser("fuzz", help="differential fuzzing: random valid kernels on the PTX "
+                                       "interpreter, the machine interpreter (and the model)")
+    fuzz.add_argument("--n", type=_count(1), default=100, help="programs to generate and run")
+    fuzz.add_argument("--seed", type=_count(0), default=0,
+                      help="the run's seed (program i of a seed is always the same)")
+    fuzz.add_argument("--backend", default="interp", choices=("interp", "model"),
+                      help="interp: both interpreters; model: the model too")
+    fuzz.add_argument("--model", metavar="BUILD_DIR", help="with --backend model: the build")
+    fuzz.add_argument("--dtype", choices=("float32", "bfloat16"),
+                      help="with --backend model: load it in this dtype (default: as built)")
+    fuzz.add_argument("--device", help="with --backend model: the torch device (default cpu)")
+    fuzz.add_argument("--batch", type=_count(1), default=16, metavar="N",
+                      help="with --backend model: launches side by side")
+    fuzz.add_argument("--size", choices=("normal", "small"),
+                      help="program size (default: normal; small with --backend model)")
     cmap = sub.add_parser("map", help="the GPU circuit's allocation map for the Qwen3.5-2B "
                                       "layer shapes: what every layer, head, neuron and "
                                       "residual dim does")
@@ -327,6 +342,10 @@ def _main(argv: list[str], warnings: list[str]) -> int:
                 raise UsageError(f"--n must be at least 1, got {ns.n}")
 
             return run_calc(ns) if ns.command == "calc" else run_eval(ns)
+        elif ns.command == "fuzz":
+            from qgpu.suite.fuzz import run_command
+
+            return run_command(ns)
         elif ns.command == "map":
             from qgpu.circuits.gpu.compiled import gpu_schedule
             from qgpu.compiler.schedule import LayerShape
