@@ -159,3 +159,40 @@ def test_a_write_the_other_path_reads_after_a_guarded_write_stays() -> None:
     blocks[3] = Block((Instr(Op.ADD, 3, 1, 2, guard=guard_code(1, False)), NOP,
                        Instr(Op.ST, 0, 4, 3, mod=Space.GLOBAL)), Term(TermKind.EXIT))
     assert hoist_into_branches(blocks) == blocks
+
+
+LOOP_EXIT_LAST = r"""
+__device__ __forceinline__ unsigned srem_(unsigned a, unsigned b) { int x = (int)a, y = (int)b;
+  return y == 0 || (y == -1 && a == 0x80000000u) ? a : (unsigned)(x % y); }
+extern "C" __global__ void fuzz(const unsigned* in, unsigned* out, unsigned* acc, unsigned n) {
+  unsigned tid = threadIdx.x + threadIdx.y * blockDim.x;
+  unsigned gid = tid + (blockIdx.x + blockIdx.y * gridDim.x) * (blockDim.x * blockDim.y);
+  unsigned base = gid * 3u;
+  unsigned v1 = 0u;
+  #pragma unroll 1
+  for (unsigned i0 = 0; i0 < min(1u, 4u); ++i0) {
+    for (unsigned i1 = 0; i1 < min(srem_(gid, i0), 4u); ++i1) {
+      out[base + 0] = 0u;
+    }
+  }
+  v1 = __shfl_sync(0xffffffffu, 0u, 1u, 4);
+}
+"""
+
+
+def test_lanes_that_leave_a_loop_wait_after_all_of_it() -> None:
+    """NVRTC gave this loop its body as the header branch's target and its exit as the
+    fall-through; in plain reverse post-order the exit came first, so the lanes that had left
+    the loop ran it, shuffle included, without the others ("shuffle source lane 1 is inactive";
+    a barrier there was "divergent"). Found by ``python -m qgpu fuzz``."""
+    from qgpu.driver import compile_source
+
+    kernel = compile_source(LOOP_EXIT_LAST).kernel()
+    blocks = kernel.program.blocks
+    shfl = next(i for i, b in enumerate(blocks) if any(x.op == Op.SHFL for x in b.instrs))
+    store = next(i for i, b in enumerate(blocks) if any(x.op == Op.ST for x in b.instrs))
+    assert store < shfl  # the loop's body before the block after the loop
+    args = [[0] * 8, {"zeros": 12}, [0] * 4, 0]
+    runs = [kernel.launch(grid=(1, 1), block=(4, 1), args=args, backend=b).args
+            for b in ("ptx", "interp")]
+    assert runs[0] == runs[1]

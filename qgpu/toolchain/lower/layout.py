@@ -110,10 +110,20 @@ def remove_dead_code(fn: IRFunction) -> None:
 
 
 def _reachable(blocks: list[IRBlock]) -> list[int]:
-    """Reachable blocks in reverse post-order, each branch's fall-through path right after it
-    (short live intervals for the linear-scan allocator, entry first)."""
+    """Reachable blocks in reverse post-order, entry first, every loop's blocks before the
+    blocks its exits lead to, and otherwise each branch's fall-through path right after it
+    (short live intervals for the linear-scan allocator). The machine runs a warp's lowest block
+    first, so lanes that left a loop must wait after every block of it: a loop whose body the
+    branch target holds and whose exit is the fall-through (NVRTC's loops under `#pragma unroll
+    1`) would otherwise run its exit first, with only the lanes that left."""
+    exits = _loop_exits(blocks)
     seen, post = {0}, []
-    stack = [(0, iter(blocks[0].term.successors()))]
+
+    def successors(node: int):
+        succ = blocks[node].term.successors()
+        return iter(sorted(succ, key=lambda s: -exits.get((node, s), 0)))
+
+    stack = [(0, successors(0))]
     while stack:
         node, succ = stack[-1]
         nxt = next((s for s in succ if s not in seen), None)
@@ -122,8 +132,50 @@ def _reachable(blocks: list[IRBlock]) -> list[int]:
             stack.pop()
         else:
             seen.add(nxt)
-            stack.append((nxt, iter(blocks[nxt].term.successors())))
+            stack.append((nxt, successors(nxt)))
     return post[::-1]
+
+
+def _loop_exits(blocks: list[IRBlock]) -> dict[tuple[int, int], int]:
+    """For each edge that leaves loops, how many (natural loops, from the back edges of a depth-
+    first search: structured code is reducible)."""
+    back: list[tuple[int, int]] = []
+    on_stack, done = {0}, set()
+    stack = [(0, iter(blocks[0].term.successors()))]
+    while stack:
+        node, succ = stack[-1]
+        nxt = next(succ, None)
+        if nxt is None:
+            on_stack.discard(node)
+            done.add(node)
+            stack.pop()
+        elif nxt in on_stack:
+            back.append((node, nxt))
+        elif nxt not in done:
+            on_stack.add(nxt)
+            stack.append((nxt, iter(blocks[nxt].term.successors())))
+    if not back:
+        return {}
+    preds: dict[int, list[int]] = {}
+    for i in done:
+        for s in blocks[i].term.successors():
+            preds.setdefault(s, []).append(i)
+    loops: dict[int, set[int]] = {}
+    for latch, header in back:
+        body = loops.setdefault(header, {header})
+        work = [latch]
+        while work:
+            b = work.pop()
+            if b not in body:
+                body.add(b)
+                work += preds.get(b, [])
+    out: dict[tuple[int, int], int] = {}
+    for body in loops.values():
+        for b in body:
+            for s in blocks[b].term.successors():
+                if s not in body:
+                    out[(b, s)] = out.get((b, s), 0) + 1
+    return out
 
 
 def _predecessors(blocks: list[IRBlock], live: list[int]) -> dict[int, list[int]]:
