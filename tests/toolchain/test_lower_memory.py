@@ -98,3 +98,35 @@ def test_uchar4_is_one_word():
     data = [1, 2, 3, 4, 5, 6, 7, 255]
     r = run_both(SRC, "char4s", [{"u8": data}, {"u8": [0] * 8}], block=(2,))
     assert r.args[1] == [4, 3, 2, 2, 255, 7, 6, 6]
+
+
+PERMUTE = """
+extern "C" __global__ void permute(const int *a, const int *b, int *out) {
+    int i = threadIdx.x;
+    out[4 * i] = __byte_perm(a[i], b[i], 0x3210);
+    out[4 * i + 1] = __byte_perm(a[i], b[i], 0x4567);
+    out[4 * i + 2] = __byte_perm(a[i], b[i], 0x0123);
+    out[4 * i + 3] = __dp4a(a[i], b[i], 7) + (int)__dp4a((unsigned)a[i], (unsigned)b[i], 1u);
+}
+"""
+
+
+def test_byte_permutes_and_byte_dot_products():
+    a, b = [0x11223344, -0x7F6E5D4C, 0x00FF80FF], [0x55667788, 0x01020304, -1]
+    out = run_both(PERMUTE, None, [a, b, {"zeros": 12}], block=(3,)).args[2]
+
+    def by(v: int) -> list[int]:
+        return [(v & 0xFFFFFFFF) >> 8 * k & 0xFF for k in range(4)]
+
+    def word(bs: list[int]) -> int:
+        v = sum(x << 8 * k for k, x in enumerate(bs))
+        return v - (1 << 32) if v >> 31 else v
+
+    for i in range(3):
+        both = by(a[i]) + by(b[i])
+        sa, sb = ([x - 256 if x > 127 else x for x in by(v)] for v in (a[i], b[i]))
+        dot = 7 + sum(x * y for x, y in zip(sa, sb, strict=True))
+        udot = 1 + sum(x * y for x, y in zip(by(a[i]), by(b[i]), strict=True))
+        assert out[4 * i:4 * i + 4] == [word(both[0:4]), word([both[7], both[6], both[5],
+                                        both[4]]), word([both[3], both[2], both[1], both[0]]),
+                                        word(by((dot + udot) & 0xFFFFFFFF))]

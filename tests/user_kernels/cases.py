@@ -79,8 +79,10 @@ def final(args: Args, outs: dict[int, list[int]]) -> Args:
     for i, a in enumerate(args):
         if i in outs:
             res.append([s32(v) for v in outs[i]])
-        elif isinstance(a, dict):
+        elif isinstance(a, dict) and "zeros" in a:
             res.append([0] * a["zeros"])
+        elif isinstance(a, dict):  # a typed array such as {"u8": [...]}: its elements
+            res.append(list(next(iter(a.values()))))
         elif isinstance(a, list):
             res.append([s32(v) for v in a])
         else:
@@ -434,6 +436,52 @@ def ref_compact_positive(args: Args) -> Args:
     return final(args, {1: kept + [0] * (args[1]["zeros"] - len(kept))})
 
 
+def ref_tile_total(args: Args) -> Args:
+    return final(args, {1: [sum(args[0][:args[2]])]})
+
+
+def ref_poly(args: Args) -> Args:
+    c = [3, -2, 0, 5, 1]
+    return final(args, {1: [s32(sum(ck * x ** k for k, ck in enumerate(c))) if i < args[2] else 0
+                            for i, x in enumerate(args[0])]})
+
+
+def ref_int4_add(args: Args) -> Args:
+    n = 4 * args[3]
+    return final(args, {2: [a + b for a, b in zip(args[0][:n], args[1][:n], strict=True)]
+                        + [0] * (args[2]["zeros"] - n)})
+
+
+def _caesar(c: int, shift: int) -> int:
+    for base in (ord("a"), ord("A")):
+        if base <= c < base + 26:
+            return base + (c - base + shift) % 26
+    return c
+
+
+def ref_caesar(args: Args) -> Args:
+    text, n, shift = args[0]["u8"], args[2], args[3]
+    out = args[1]["u8"]
+    return final(args, {1: [_caesar(c, shift) for c in text[:n]] + out[n:]})
+
+
+def ref_gray(args: Args) -> Args:
+    p = args[0]["u8"]
+    return final(args, {1: [(77 * p[4 * i] + 150 * p[4 * i + 1] + 29 * p[4 * i + 2]) >> 8
+                            for i in range(args[2] * args[3])]})
+
+
+def ref_depth(args: Args) -> Args:
+    nx, ny, nz = args[2], args[3], args[4]
+    vol = args[0][:nx * ny * nz]
+    return final(args, {1: [v * (i // (nx * ny) + 1) for i, v in enumerate(vol)]})
+
+
+def ref_saturate(args: Args) -> Args:
+    data, n, gain = args[0]["s16"], args[2], args[3]
+    return final(args, {1: [max(-32768, min(32767, v * gain)) for v in data[:n]]})
+
+
 def ref_compact(args: Args) -> Args:
     data, n = args[0], args[3]
     kept = [v for v in data[:n] if v % 3 == 0]
@@ -692,7 +740,7 @@ CASES: list[Case] = [
     Case("byte_swap", "byte_swap.cu", "bswap32", (1, 1), (8, 1),
          [[0x11223344, 0xDEADBEEF, 0, -1, 0x80, 0x01000000, 12345678, 0x7F00FF01],
           {"zeros": 8}, 8],
-         error="unsupported", substring="prmt", ptx="exact", reference=ref_bswap),
+         reference=ref_bswap),
     Case("bitfields_switch", "bitfields.cu", "bitfields", (1, 1), (16, 1),
          [ints("bits", 16, 0, MASK32), {"zeros": 16}], reference=ref_bitfields),
     Case("signed_pow2_div", "signed_pow2_div.cu", "pow2div", (2, 1), (8, 1),
@@ -727,6 +775,32 @@ CASES: list[Case] = [
          reference=ref_matmul),
     Case("checksum24_spills", "checksum24.cu", "checksum24", (1, 1), (8, 1),
          [ints("ck24", 24, -(1 << 31), (1 << 31) - 1), {"zeros": 8}], reference=ref_checksum24),
+    # ---- cooperative groups, constants, vector types, char data, 3-D, C++ names -----------------
+    Case("cg_block_reduce", "cg_block_reduce.cu", "block_reduce_cg", (3, 1), (8, 1),
+         [ints("cgblock", 20, -99, 99), {"zeros": 3}, 20], dynamic_shared=8 * 4,
+         reference=ref_block_sums(8, 20, 0, 1)),
+    Case("cg_tile_reduce", "cg_tile_reduce.cu", "tile_reduce", (2, 1), (8, 1),
+         [ints("cgtile", 16, -99, 99), {"zeros": 1}, 14], reference=ref_tile_total),
+    Case("cg_tile32_reduce", "cg_tile32_reduce.cu", "tile_reduce", (2, 1), (8, 1),
+         [ints("cgtile", 16, -99, 99), {"zeros": 1}, 14],
+         error="unsupported", substring="32-lane segments"),
+    Case("constant_polynomial", "constant_polynomial.cu", "poly_eval", (2, 1), (8, 1),
+         [ints("poly4", 14, -20, 20), {"zeros": 14}, 12], reference=ref_poly),
+    Case("vector_int4_add", "vector_int4_add.cu", "add_int4", (1, 1), (4, 1),
+         [ints("v4a", 16, -999, 999), ints("v4b", 16, -999, 999), {"zeros": 16}, 3],
+         reference=ref_int4_add),
+    Case("caesar_cipher", "caesar_cipher.cu", "caesar", (2, 1), (8, 1),
+         [{"u8": list(b"Hello, World! xyz")}, {"u8": [0] * 17}, 15, 3], reference=ref_caesar),
+    Case("rgba_grayscale", "rgba_grayscale.cu", "rgba_to_gray", (1, 1), (4, 3),
+         [{"u8": ints("rgba", 48, 0, 255)}, {"u8": [0] * 12}, 4, 3], reference=ref_gray),
+    Case("volume_3d", "volume_3d.cu", "scale_by_depth", (1, 1, 2), (3, 2, 2),
+         [ints("vol", 24, -50, 50), {"zeros": 24}, 3, 2, 4], reference=ref_depth),
+    Case("namespace_template", "namespace_template.cu", "axpy", (2, 1), (8, 1),
+         [3, ints("nsx", 14, -99, 99), ints("nsy", 14, -99, 99), 14],
+         reference=ref_saxpy(3, 0, 1, 2)),
+    Case("short_saturate", "short_saturate.cu", "gain_saturate", (2, 1), (8, 1),
+         [{"s16": [100, -100, 20000, -20000, 32767, -32768, 0, 1, 16384, -16385, 7, -7, 3, 5]},
+          {"s16": [0] * 14}, 14, 3], reference=ref_saturate),
     # ---- launches sized for a real GPU ----------------------------------------------------------
     Case("launch_block_256", "saxpy_size_t.cu", "saxpy", (1, 1), (256, 1),
          [20, 3, ints("sx", 20, -99, 99), ints("sy", 20, -99, 99)],

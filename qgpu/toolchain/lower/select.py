@@ -568,6 +568,9 @@ class Selector:
 
     def op_mov(self, ins: Instr) -> None:
         dst, src = ins.operands[0], ins.operands[1]
+        if isinstance(src, Vec) or isinstance(dst, Vec):
+            self.pack(ins)
+            return
         if ins.mods[-1] == "pred":
             p = self.vpred(dst.name)
             if isinstance(src, Reg):
@@ -599,6 +602,25 @@ class Selector:
             raise self.fail(f"taking the address of `{src.name}` is not supported")
         r, imm, bi = self.b_operand(src, type_bits(ins.mods[-1]))
         self.emit(Op.ADD, d, ZERO, r, imm=imm, bi=bi)
+
+    def pack(self, ins: Instr) -> None:
+        """``mov.b32 d, {a, b}``: the parts side by side, element 0 lowest; ``mov.b32 {a, b},
+        s``: the parts of s (sub-word registers hold their value zero-extended)."""
+        dst, src = ins.operands[0], ins.operands[1]
+        width = type_bits(ins.mods[-1])
+        if isinstance(src, Vec):
+            part = width // len(src.items)
+            packed = self.pack_values([self.reg_in(x) for x in src.items], part)
+            self.emit(Op.ADD, self.dest(dst), packed)
+            return
+        part = width // len(dst.items)
+        s = self.reg_in(src)
+        for k, item in enumerate(dst.items):
+            if item is None:
+                continue
+            d = self.dest(item)
+            self.emit(Op.SHR, d, s, imm=k * part, bi=True)
+            self.emit(Op.AND, d, d, imm=(1 << part) - 1, bi=True)
 
     def decode_3d(self, name: str, comp: str) -> int:
         """y or z of tid/ntid/ctaid/nctaid in a 3-D launch from the machine's 2-D y' = y + z*Y
@@ -987,6 +1009,40 @@ class Selector:
             self.emit(Op.SHL, t2, b, rest)
         self.emit(Op.OR, d, t1, t2)
 
+    def op_dp4a(self, ins: Instr) -> None:
+        """d = c + the dot product of the four bytes of a and b (each signed per its type)."""
+        a_signed, b_signed = (t.startswith("s") for t in ins.mods[:2])
+        a, b = self.reg_in(ins.operands[1]), self.reg_in(ins.operands[2])
+        acc = self.tmp(Op.ADD, self.reg_in(ins.operands[3]))
+        for k in range(4):
+            x, y = (self.byte_of(v, k, sign) for v, sign in ((a, a_signed), (b, b_signed)))
+            self.emit(Op.MAD, acc, x, y, acc)
+        self.emit(Op.ADD, self.dest(ins.operands[0]), acc)
+
+    def op_prmt(self, ins: Instr) -> None:
+        """Byte permute with a constant selector: result byte i is byte (sel_i & 7) of {b, a},
+        or that byte's sign replicated when sel_i & 8."""
+        sel = self.constant(ins.operands[3])
+        if sel is None or len(ins.mods) != 1:
+            raise self.fail("prmt is supported with a constant selector in the default mode")
+        a, b = self.reg_in(ins.operands[1]), self.reg_in(ins.operands[2])
+        out = self.tmp(Op.ADD, ZERO, imm=0)
+        for i in range(4):
+            pick = sel >> 4 * i & 0xF
+            src, k = (a, pick & 3) if pick & 7 < 4 else (b, pick & 3)
+            if pick & 8:
+                byte = self.tmp(Op.SRA, self.tmp(Op.SHL, src, imm=24 - 8 * k), imm=31)
+                byte = self.tmp(Op.AND, byte, imm=0xFF)
+            else:
+                byte = self.byte_of(src, k, False)
+            self.emit(Op.OR, out, out, self.tmp(Op.SHL, byte, imm=8 * i) if i else byte)
+        self.emit(Op.ADD, self.dest(ins.operands[0]), out)
+
+    def byte_of(self, v: int, k: int, signed: bool) -> int:
+        if signed:
+            return self.tmp(Op.SRA, self.tmp(Op.SHL, v, imm=24 - 8 * k), imm=24)
+        return self.tmp(Op.AND, self.tmp(Op.SHR, v, imm=8 * k), imm=0xFF)
+
     def op_bfind(self, ins: Instr) -> None:
         t = ins.mods[-1]
         if t not in ("u32", "s32"):
@@ -1298,16 +1354,16 @@ class Selector:
         a = self.access_base(ins.operands[0], span)
         values = [self.reg_in(x) for x in items]
         if span < 4:
-            unit = values[0] if bits == 32 else self.pack(values, bits)
+            unit = values[0] if bits == 32 else self.pack_values(values, bits)
             self.merge_store(a, unit, span, mod)
             return
         per_word = 4 // size
         for k in range(span // 4):
             chunk = values[k * per_word:(k + 1) * per_word]
-            word = chunk[0] if bits == 32 else self.pack(chunk, bits)
+            word = chunk[0] if bits == 32 else self.pack_values(chunk, bits)
             self.emit(Op.ST, ZERO, a, word, imm=4 * k, mod=mod)
 
-    def pack(self, values: list[int], bits: int) -> int:
+    def pack_values(self, values: list[int], bits: int) -> int:
         """The elements' low bits side by side, element 0 lowest."""
         out = self.tmp(Op.AND, values[0], imm=(1 << bits) - 1)
         for k, v in enumerate(values[1:], start=1):

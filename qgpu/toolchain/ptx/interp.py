@@ -438,7 +438,36 @@ class _Launch:
             return "op", self.decode_shfl(ins)
         if op == "setp":
             return "op", self.decode_setp(ins)
+        if op == "mov" and any(isinstance(o, Vec) for o in ins.operands):
+            return "op", self.decode_pack(ins)
         return "op", self.decode_alu(ins)
+
+    def decode_pack(self, ins: Instr) -> _Run:
+        """``mov.b32 d, {a, b}`` (element 0 lowest) and its inverse ``mov.b32 {a, b}, s``."""
+        dst, src = ins.operands
+        width = type_width(ins.type)
+        if isinstance(src, Vec):
+            part = width // len(src.items)
+            readers = [self.reader(ins, x, part) for x in src.items]  # type: ignore[arg-type]
+            write = self.writer(dst, ins.type)
+
+            def pack(lanes: list[int]) -> None:
+                for t in lanes:
+                    write(t, sum(r(t) << (k * part) for k, r in enumerate(readers)))
+
+            return pack
+        assert isinstance(dst, Vec)
+        part = width // len(dst.items)
+        read = self.reader(ins, src, width)
+        writes = [self.writer(x, f"b{part}") for x in dst.items]
+
+        def split(lanes: list[int]) -> None:
+            for t in lanes:
+                value = read(t)
+                for k, write in enumerate(writes):
+                    write(t, value >> (k * part) & _mask(part))
+
+        return split
 
     def decode_alu(self, ins: Instr) -> _Run:
         ops = ins.operands
@@ -722,6 +751,8 @@ def _semantics(op: str, mods: tuple[str, ...],
         return _bfi(w), ty, [w, w, 32, 32]
     if op == "prmt":
         return _prmt, ty, same
+    if op == "dp4a":
+        return _dp4a(is_signed(mods[0]), is_signed(mods[1])), "u32", [32, 32, 32]
     if op == "selp":
         return _select, ty, [w, w, 1]
     if op == "slct":
@@ -865,6 +896,18 @@ def _bfi(w: int) -> Callable[..., int]:
         return (b & ~field) | ((a << pos) & field)
 
     return bfi
+
+
+def _dp4a(a_signed: bool, b_signed: bool) -> Callable[..., int]:
+    """c + the dot product of a's and b's four bytes (each signed or not per its type)."""
+    def dp4a(a: int, b: int, c: int) -> int:
+        total = c
+        for k in range(4):
+            x, y = a >> 8 * k & 0xFF, b >> 8 * k & 0xFF
+            total += (_sx(x, 8) if a_signed else x) * (_sx(y, 8) if b_signed else y)
+        return total
+
+    return dp4a
 
 
 def _prmt(a: int, b: int, c: int) -> int:

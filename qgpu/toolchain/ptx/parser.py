@@ -89,7 +89,7 @@ _ARITY = {
     "mov": 2, "add": 3, "sub": 3, "mul": 3, "mad": 4, "sad": 4, "div": 3, "rem": 3,
     "neg": 2, "abs": 2, "min": 3, "max": 3, "and": 3, "or": 3, "xor": 3, "not": 2, "cnot": 2,
     "shl": 3, "shr": 3, "shf": 4, "popc": 2, "clz": 2, "brev": 2, "bfind": 2, "bfe": 4,
-    "bfi": 5, "prmt": 4, "selp": 4, "slct": 4, "cvt": 2, "cvta": 2,
+    "bfi": 5, "prmt": 4, "selp": 4, "slct": 4, "cvt": 2, "cvta": 2, "dp4a": 4,
 }
 
 # Modifier grammar of the ALU-style instructions: slots matched in order, (allowed, required).
@@ -123,6 +123,7 @@ _SLOTS: dict[str, list[tuple[frozenset[str], bool]]] = {
     "bfe": [(frozenset({"u32", "s32", "u64", "s64"}), True)],
     "bfi": [(frozenset({"b32", "b64"}), True)],
     "prmt": [(frozenset({"b32"}), True)],
+    "dp4a": [(frozenset({"u32", "s32"}), True), (frozenset({"u32", "s32"}), True)],
     "setp": [(_CMP, True), (_BOOL_OPS, False), (INT_TYPES | {"pred"}, True)],
     "selp": [(INT_TYPES, True)],
     "slct": [(INT_TYPES, True), (frozenset({"s32"}), True)],
@@ -947,7 +948,10 @@ class _BodyParser:
                 raise bad("expected no operands")
             return
         vec = next((o for o in ops if isinstance(o, Vec)), None)
-        if vec is not None and (op not in ("ld", "st") or not set(ins.mods) & {"v2", "v4"}):
+        packs = op == "mov" and ins.mods in (("b32",), ("b16",)) and len(ops) == 2 and \
+            vec is not None and all(isinstance(x, Reg) for x in vec.items)
+        if vec is not None and not packs and \
+                (op not in ("ld", "st") or not set(ins.mods) & {"v2", "v4"}):
             raise _unsupported(line, f"`{ins.text}` (vector operand `{{...}}`)",
                                "use scalar 32-bit values")
         if ins.mods == ("warp", "sync"):
@@ -977,6 +981,8 @@ class _BodyParser:
             for r in (ops[0].first, ops[0].second) if isinstance(ops[0], Pair) else (ops[0],):
                 if self.reg_type[r.name] != "pred":
                     raise bad(f"destination `{r.name}` is not a predicate")
+            return
+        if packs:  # mov.b32 %r, {%rs1, %rs2} packs halves; mov.b32 {%rs1, %rs2}, %r splits
             return
         if len(ops) != _ARITY[op]:
             raise bad(f"expected {_ARITY[op]} operands")
