@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from qgpu import protocol as T
 from qgpu.app.recording import Param, Recording, Snapshot, cuda_param_names
-from qgpu.driver import CompiledModule, Kernel, Placement, compile_source, place_arguments
+from qgpu.driver import CompiledModule, Kernel, Placement, compile_source
 from qgpu.errors import LaunchError, QgpuError, UsageError
 from qgpu.machine import limits
 from qgpu.machine.interp import check_launch_shape
@@ -186,7 +186,7 @@ def prepare(req: Request) -> Prepared:
         raise UsageError(f"the source has no kernel {req.kernel!r}; it has {', '.join(names)}")
     kernel = module.kernel(req.kernel or names[0])
     program = kernel.program
-    place = place_arguments(kernel.ptx.params, req.args)
+    place = kernel.place(req.args)  # arguments, and the kernel's __device__/__constant__ data
     launch = T.Launch.checked(program, req.grid, req.block, place, req.dynamic_shared)
     return Prepared(req, kernel, place, launch, params_of(kernel, place, req.args, req.source))
 
