@@ -16,7 +16,7 @@ from qgpu.suite.runner import first_difference
 WORK_LIMIT = 12_000
 """PTX warp instructions a program may run; longer ones are generated again (the machine's step
 limit is 20,000 blocks, and the model pays a token per block)."""
-TOKEN_BUDGET = 1500
+TOKEN_BUDGET = 1000
 """Generated tokens a program may cost on the model (a batch runs as long as its longest)."""
 ATTEMPTS = 50
 
