@@ -60,7 +60,16 @@ class Placement:
         return [(addr, 4 * n) for addr, n in self.arrays.values()] + list(self.variables)
 
 
-_SHORT = reprlib.Repr()
+class _Short(reprlib.Repr):
+    """reprlib's bounded repr, also of ints too long for str() (4,300+ digits is an error)."""
+
+    def repr_int(self, x: int, level: int) -> str:
+        if x.bit_length() > 128:
+            return f"<an integer of {x.bit_length()} bits>"
+        return super().repr_int(x, level)
+
+
+_SHORT = _Short()
 _SHORT.maxlevel, _SHORT.maxlist, _SHORT.maxdict, _SHORT.maxstring, _SHORT.maxlong = 2, 4, 2, 40, 40
 
 
@@ -488,6 +497,8 @@ def read_source(path: str | os.PathLike) -> str:
     checked before reading it."""
     if not isinstance(path, (str, os.PathLike)):
         raise ArgumentTypeError(f"path must be a str or a Path, got {type(path).__name__}")
+    if "\0" in str(path):
+        raise UsageError(f"{short(str(path))}: a path with a NUL character")
     path = Path(path)
     try:
         if path.is_dir():
@@ -501,9 +512,8 @@ def read_source(path: str | os.PathLike) -> str:
             raise ResourceError(f"{path} has {size:,} bytes; sources (CUDA or PTX) are at most "
                                 f"{MAX_SOURCE_BYTES:,} bytes (256 KiB)")
         data = path.read_bytes()
-    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
-        raise UsageError(f"cannot read {short(str(path))}: "
-                         f"{getattr(exc, 'strerror', None) or exc}") from None
+    except OSError as exc:
+        raise UsageError(f"cannot read {short(str(path))}: {exc.strerror or exc}") from None
     return decode_source(data, path.name)
 
 

@@ -83,12 +83,24 @@ class GpuModel:
         try:
             meta = json.loads((path / METADATA_FILE).read_text())
             config = json.loads((path / "config.json").read_text())
-        except (OSError, json.JSONDecodeError) as e:
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
             raise UsageError(f"{build}: not a qgpu build or merged checkpoint ({e})") from None
-        if meta.get("circuit", {}).get("circuit") != "gpu":
-            raise UsageError(f"{path} holds the {meta.get('circuit', {}).get('circuit')!r} "
-                             "circuit, not the GPU (python -m qgpu build --circuit gpu)")
-        dtype = dtype or meta["dtype"]
+        try:  # a hand-edited or foreign file is a usage error, not a KeyError deep in the load
+            circuit = meta["circuit"]["circuit"]
+            built_dtype = meta["dtype"]
+            banks = {b: (int(layer), int(head))
+                     for b, (layer, head) in meta["circuit"]["banks"].items()}
+            token_ids = dict(meta["token_ids"])
+            dims, layers = int(meta["circuit_dims"][0]), int(meta["circuit_layers"][1])
+            text_config = dict(config.get("text_config", config))
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError) as e:
+            raise UsageError(f"{build}: not a qgpu build or merged checkpoint (its "
+                             f"{METADATA_FILE} or config.json is malformed: "
+                             f"{type(e).__name__} {e})") from None
+        if circuit != "gpu":
+            raise UsageError(f"{path} holds the {circuit!r} circuit, not the GPU "
+                             "(python -m qgpu build --circuit gpu)")
+        dtype = dtype or built_dtype
         if dtype not in DTYPES:
             raise UsageError(f"dtype must be one of {', '.join(DTYPES)}")
         try:
@@ -97,11 +109,7 @@ class GpuModel:
             raise UsageError(f"--device {device!r}: {e}") from None
         if where.type == "cuda" and not torch.cuda.is_available():
             raise UsageError(f"--device {device!r}: this torch sees no CUDA device")
-        banks = {b: (int(layer), int(head))
-                 for b, (layer, head) in meta["circuit"]["banks"].items()}
-        gm = cls(dict(meta["token_ids"]), banks, dtype, path, int(meta["circuit_dims"][0]),
-                 int(meta["circuit_layers"][1]), dict(config.get("text_config", config)), where,
-                 engine)
+        gm = cls(token_ids, banks, dtype, path, dims, layers, text_config, where, engine)
         gm._loaded["meta"] = meta
         gm.model if engine == "stock" else gm.sparse  # noqa: B018 (load it now, timed)
         gm.load_seconds = time.perf_counter() - t0

@@ -16,6 +16,7 @@ import importlib.util
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -95,6 +96,12 @@ class _Clang:
 def available_compilers() -> list[str]:
     """Names of the usable compilers, in the order ``compiler="auto"`` tries them."""
     return [name for name in COMPILERS if _discover(name) is not None]
+
+
+def start_nvrtc() -> None:
+    """Start NVRTC's worker in the background (``python -m qgpu`` does while the rest of qgpu
+    imports, ~150 ms, which hides the worker's start); a later compile waits for it."""
+    threading.Thread(target=_nvrtc, daemon=True).start()
 
 
 def compile_cuda(source: str, *, filename: str = "kernel.cu", compiler: str = "auto",
@@ -331,6 +338,9 @@ class _Worker:
             answer = nvrtc_worker.receive(self.proc.stdout)
         except OSError:  # the worker is gone (killed at the limit, or crashed)
             answer = None
+        except BaseException:  # Ctrl-C: its answer would otherwise meet the next request
+            self.stop()
+            raise
         finally:
             timer.cancel()
         if answer is not None:
@@ -453,23 +463,35 @@ def _run_tool(name: str, command: list[str], source: str, filename: str,
         source = f'#line 1 "{escaped}"\n{source}'
     with tempfile.TemporaryDirectory(prefix="qgpu-") as tmp:
         Path(tmp, local).write_text(source, encoding="utf-8")
+        proc = subprocess.Popen(
+            [*command, "-o", "out.ptx", local], cwd=tmp, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, encoding="utf-8", errors="replace",
+            start_new_session=os.name == "posix",  # its own process group: see _kill_tree
+        )
         try:
-            done = subprocess.run(
-                [*command, "-o", "out.ptx", local],
-                check=False,
-                cwd=tmp,
-                capture_output=True,
-                encoding="utf-8",
-                errors="replace",
-                timeout=time_limit,
-            )
-        except subprocess.TimeoutExpired:
+            log = proc.communicate(timeout=time_limit)[0].strip()
+        except BaseException as exc:  # the time limit, or Ctrl-C (which the group never sees)
+            _kill_tree(proc)
+            proc.communicate()
+            if not isinstance(exc, subprocess.TimeoutExpired):
+                raise
             raise ResourceError(
                 f"{name}: compiling {filename} took longer than the compile time limit of "
                 f"{time_limit:g} s (stopped); simplify the source"
             ) from None
-        log = (done.stdout + done.stderr).strip()
         out = Path(tmp, "out.ptx")
-        if done.returncode != 0 or not out.exists():
+        if proc.returncode != 0 or not out.exists():
             raise CompileError(f"{name} could not compile {filename}:\n{log}")
         return out.read_text(encoding="utf-8"), log
+
+
+def _kill_tree(proc: subprocess.Popen) -> None:
+    """Kill a compiler and the processes it started (nvcc runs cicc, which would otherwise run
+    on, holding the output pipe open)."""
+    if os.name == "posix":
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    else:
+        subprocess.run(["taskkill", "/F", "/T", "/PID", str(proc.pid)], capture_output=True,
+                       check=False)
+        proc.kill()

@@ -21,6 +21,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import signal
 import struct
 import sys
 from pathlib import Path
@@ -142,4 +143,8 @@ def main(libraries: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the host's to handle: it kills us
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except BrokenPipeError:  # the host is gone (it exited before our answer): so do we, quietly
+        os._exit(0)
