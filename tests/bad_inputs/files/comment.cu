@@ -1,0 +1,1 @@
+// a CUDA file with no kernel in it

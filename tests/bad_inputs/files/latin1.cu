@@ -1,0 +1,4 @@
+// café (saved as Latin-1)
+extern "C" __global__ void k(int* a, int n) {
+    if (threadIdx.x < n) a[threadIdx.x] += 1;
+}

@@ -1,0 +1,3 @@
+extern "C" __global__ void spin(volatile int* a) {
+    while (a[0] == 0) {}
+}
