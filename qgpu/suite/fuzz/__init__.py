@@ -135,8 +135,10 @@ def _print_minimised(case: Case, seed: int, gpu: Any, batch: int,
         f"statements and {e0} expression nodes to {s1} and {e1} ({tests} candidates tested, "
         f"{time.perf_counter() - t:.0f} s):")
     out(small.source().rstrip())
-    out(f"launch: python -m qgpu run fuzz.cu {small.launch_text()}")
+    out(f"launch (the source above as fuzz.cu): python -m qgpu run fuzz.cu "
+        f"{small.launch_text()}")
     outcomes = outcomes_of([small], gpu)[0]
     if outcomes is not None:
         for name, o in outcomes.items():
-            out(f"  {name}: {o.describe() if o.error else list(o.args)}")
+            args = [list(a) if isinstance(a, tuple) else a for a in o.args or ()]
+            out(f"  {name}: {o.describe() if o.error else args}")

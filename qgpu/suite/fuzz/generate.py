@@ -39,7 +39,6 @@ from qgpu.suite.fuzz.program import (
 MAX_LOOP_DEPTH = 2
 MAX_OUTPUT_WORDS = 80  # of the 127 usable global words; inputs and atomic words take the rest
 CMP = ("eq", "ne", "lt", "le", "gt", "ge", "lo", "hs")
-TERNARY = ("sel", "fshl", "fshr", "fshlc", "fshrc")
 SHAPES_2D = ((2, 2), (4, 2), (2, 4), (3, 3), (4, 4), (8, 2), (2, 8), (4, 3), (3, 4), (5, 3))
 
 
@@ -103,7 +102,7 @@ class _Gen:
         slots = self.slots = r.randint(1, max(1, min(3, MAX_OUTPUT_WORDS // total)))
         self.shuffles = block[0] * block[1] % 4 == 0
         self.nvars = r.randint(2, 5)
-        words = self.words_ = self.words()
+        words = self.acc_words = self.words()
         body = list(self.block(BLOCK, {}, 0, r.randint(4, self.size.statements - 4)))
         for k in range(slots):  # every variable reaches an output word
             mine = [E("var", imm=v) for v in range(self.nvars) if v % slots == k]
@@ -195,11 +194,11 @@ class _Gen:
 
     def atomic(self, counters: dict[int, int]) -> GlobalAtomic:
         r = self.rng
-        w = r.randrange(len(self.words_))
-        word = self.words_[w]
+        w = r.randrange(len(self.acc_words))
+        word = self.acc_words[w]
         if word.kind == "fixed":
             use = None
-            targets = [i for i, t in enumerate(self.words_) if t.kind == "comm"]
+            targets = [i for i, t in enumerate(self.acc_words) if t.kind == "comm"]
             if r.random() < 0.6:
                 use = (r.choice(targets), self.expr(2, THREAD, counters, old=True))
             return GlobalAtomic(w, const(0), use)

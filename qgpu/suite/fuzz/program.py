@@ -22,7 +22,8 @@ survive it (uniformity only grows when an expression loses atoms).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+import json
+from dataclasses import dataclass, replace
 
 THREAD, WARP, BLOCK = 0, 1, 2
 """Uniformity levels: a value or control-flow context the same for a thread, a warp, a block."""
@@ -249,7 +250,6 @@ class Program:
     inputs: tuple[int, ...]  # in[], a power of two long
     acc_init: tuple[int, ...]
     n: int
-    notes: dict = field(default_factory=dict, compare=False)
 
     @property
     def threads(self) -> int:
@@ -271,8 +271,7 @@ class Program:
         return render(self)
 
     def launch_text(self) -> str:
-        import json
-
+        """The launch as ``python -m qgpu run`` options."""
         return (f"--grid {self.grid[0]},{self.grid[1]} --block {self.block[0]},{self.block[1]} "
                 f"--args '{json.dumps(self.args())}'")
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from qgpu.driver import Kernel, compile_source, place_arguments
-from qgpu.errors import CompileError, QgpuError, ResourceError, UnsupportedError
+from qgpu.errors import QgpuError, ResourceError, UnsupportedError
 from qgpu.suite.fuzz.generate import NORMAL, Size, generate
 from qgpu.suite.fuzz.program import Program
 from qgpu.suite.runner import first_difference
@@ -150,8 +150,6 @@ def prepare(seed: int, index: int, rejected: Rejections, size: Size = NORMAL,
         p = generate(seed, index, attempt, size)
         try:
             kernel = compile_program(p)
-        except CompileError:
-            raise
         except QgpuError as e:
             reason = _rejection(e)
             if reason is None:
