@@ -98,12 +98,6 @@ def available_compilers() -> list[str]:
     return [name for name in COMPILERS if _discover(name) is not None]
 
 
-def start_nvrtc() -> None:
-    """Start NVRTC's worker in the background (``python -m qgpu`` does while the rest of qgpu
-    imports, ~150 ms, which hides the worker's start); a later compile waits for it."""
-    threading.Thread(target=_nvrtc, daemon=True).start()
-
-
 def compile_cuda(source: str, *, filename: str = "kernel.cu", compiler: str = "auto",
                  time_limit: float = COMPILE_TIME_LIMIT_S) -> PtxResult:
     """Compile CUDA C++ to PTX for compute_75; errors carry the compiler's log and lines.
@@ -271,7 +265,7 @@ def _load_nvrtc(env: str | None) -> _Nvrtc | None:
         return None
     with _NVRTC_LOCK:
         _WORKER = worker
-    return _Nvrtc(hello["library"], hello["version"])
+    return _Nvrtc(hello[1], hello[2])
 
 
 def _wheel_nvrtc_libraries() -> list[Path]:
@@ -300,15 +294,18 @@ class _Worker:
         self.owner = os.getpid()  # a forked child must not talk to its parent's worker
 
     @classmethod
-    def start(cls, libraries: list[str], time_limit: float) -> tuple[_Worker | None, dict]:
+    def start(cls, libraries: list[str], time_limit: float) -> tuple[_Worker | None, list[str]]:
         """A running worker and its hello, or (None, hello) when no library loaded."""
         proc = subprocess.Popen(
             [sys.executable, "-I", "-S", str(_WORKER_SCRIPT), *libraries],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            # Ctrl-C is the host's to handle (it kills the worker): keep it from the worker
+            start_new_session=os.name == "posix",
+            creationflags=getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0),
         )
         worker = cls(proc)
         hello = worker._exchange(None, time_limit, "starting NVRTC")
-        if "error" in hello:
+        if hello[0] == "error":
             worker.stop()
             return None, hello
         atexit.register(worker.kill)
@@ -317,11 +314,11 @@ class _Worker:
     def usable(self) -> bool:
         return self.owner == os.getpid() and self.proc.poll() is None
 
-    def compile(self, source: str, filename: str, time_limit: float) -> dict:
-        request = {"source": source, "filename": filename, "options": list(NVRTC_OPTIONS)}
+    def compile(self, source: str, filename: str, time_limit: float) -> list[str]:
+        request = [source, filename, *NVRTC_OPTIONS]
         return self._exchange(request, time_limit, f"compiling {filename}")
 
-    def _exchange(self, request: dict | None, time_limit: float, what: str) -> dict:
+    def _exchange(self, request: list[str] | None, time_limit: float, what: str) -> list[str]:
         """Send a request (None: just read the next message) and read the answer, killing the
         worker when the answer takes longer than ``time_limit`` seconds."""
         expired = threading.Event()
@@ -334,7 +331,7 @@ class _Worker:
         timer.start()
         try:
             if request is not None:
-                nvrtc_worker.send(self.proc.stdin, request)
+                nvrtc_worker.send(self.proc.stdin, *request)
             answer = nvrtc_worker.receive(self.proc.stdout)
         except OSError:  # the worker is gone (killed at the limit, or crashed)
             answer = None
@@ -377,17 +374,16 @@ def _compile_nvrtc(nvrtc: _Nvrtc, source: str, filename: str, time_limit: float)
         if _WORKER is None or not _WORKER.usable():
             _WORKER, hello = _Worker.start([nvrtc.library], time_limit)
             if _WORKER is None:
-                raise CompileError(f"nvrtc: {nvrtc.library} no longer loads: {hello['error']}")
+                raise CompileError(f"nvrtc: {nvrtc.library} no longer loads: {hello[1]}")
         answer = _WORKER.compile(source, filename, time_limit)
-    if "error" in answer:
-        raise CompileError(f"nvrtc: {answer['error']} for {filename}")
-    log = answer["log"]
-    if answer["rc"] == _NVRTC_ERROR_COMPILATION:
+    if answer[0] == "error":
+        raise CompileError(f"nvrtc: {answer[1]} for {filename}")
+    rc, log, ptx = int(answer[1]), answer[2], answer[3]
+    if rc == _NVRTC_ERROR_COMPILATION:
         raise CompileError(f"nvrtc could not compile {filename}:\n{log}")
-    if answer["rc"] != _NVRTC_SUCCESS:
+    if rc != _NVRTC_SUCCESS:
         raise CompileError(f"nvrtc: nvrtcCompileProgram failed for {filename} (status "
-                           f"{answer['rc']}):\n{log}")
-    ptx = answer["ptx"]
+                           f"{rc}):\n{log}")
     return PtxResult(ptx, "nvrtc", _toolkit_version(ptx, nvrtc.version), log)
 
 

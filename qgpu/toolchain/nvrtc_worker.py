@@ -3,29 +3,30 @@
 The host compiles with NVRTC here rather than in its own process so that a compile can be
 stopped: a C call into NVRTC cannot be interrupted, and a pathological source (template
 recursion, a huge unrolled loop) would hold the host for minutes. One worker serves every
-compile of its host process (starting one costs ~30 ms once; a compile then costs what it did
-in process plus ~1 ms), and the host kills it at the compile time limit and starts a new one.
+compile of its host process (starting one costs a Python start and loading libnvrtc, once; a
+compile then costs what it did in process plus ~1 ms), and the host kills it at the compile
+time limit and starts a new one.
 
-The file imports only the standard library, so the host can run it by path with ``-I -S``
-(fast, and independent of how the host found the ``qgpu`` package).
+The file imports only the few standard modules a worker must (no json or pathlib: their imports
+were half of a start), so the host runs it by path with ``-I -S``, independent of how the host
+found the ``qgpu`` package. The host starts it in its own session: Ctrl-C is the host's to
+handle, and the host kills it.
 
-Protocol on stdin/stdout, each message a 4-byte big-endian length and a UTF-8 JSON object: the
-worker first says ``{"library", "version"}`` (the first of its arguments that loads) or
-``{"error"}`` and exits; then it answers each ``{"source", "filename", "options"}`` with
-``{"rc", "log", "ptx"}`` (rc 0: compiled, 6: the source has errors, in the log) or
-``{"error"}`` (an NVRTC call failed), until stdin closes.
+Protocol on stdin/stdout: a message is a list of str fields, sent as their count, their byte
+lengths (4-byte big-endian each) and their UTF-8 bytes. The worker first says
+``("library", PATH, VERSION)`` (the first of its arguments that loads) or ``("error", WHY)`` and
+exits; then it answers each ``(SOURCE, FILENAME, *OPTIONS)`` with ``("ptx", RC, LOG, PTX)`` (RC
+0: compiled; 6: the source has errors, in the log) or ``("error", WHY)`` (an NVRTC call
+failed), until stdin closes.
 """
 
 from __future__ import annotations
 
 import ctypes
-import json
 import os
-import signal
 import struct
 import sys
-from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 NVRTC_SUCCESS = 0
 
@@ -34,14 +35,18 @@ class NvrtcError(Exception):
     """An NVRTC API call failed (not a compilation error: those come back in the log)."""
 
 
-def open_nvrtc(path: Path) -> ctypes.CDLL:
+def open_nvrtc(path: str) -> ctypes.CDLL:
     """dlopen libnvrtc after its builtins library, which some wheels cannot find alone."""
+    folder = os.path.dirname(os.path.abspath(path))
     if sys.platform == "win32":
-        os.add_dll_directory(str(path.parent))
-    pattern = "nvrtc-builtins64_*.dll" if sys.platform == "win32" else "libnvrtc-builtins.so*"
-    for builtins in sorted(path.parent.glob(pattern)):
-        ctypes.CDLL(str(builtins), mode=getattr(ctypes, "RTLD_GLOBAL", 0))
-    lib = ctypes.CDLL(str(path))
+        os.add_dll_directory(folder)
+        prefix, suffix = "nvrtc-builtins64_", ".dll"
+    else:
+        prefix, suffix = "libnvrtc-builtins.so", ""
+    for name in sorted(os.listdir(folder)):
+        if name.startswith(prefix) and name.endswith(suffix):
+            ctypes.CDLL(os.path.join(folder, name), mode=getattr(ctypes, "RTLD_GLOBAL", 0))
+    lib = ctypes.CDLL(path)
     p, vp, sz = ctypes.c_char_p, ctypes.c_void_p, ctypes.c_size_t
     signatures = {
         "nvrtcVersion": [ctypes.POINTER(ctypes.c_int)] * 2,
@@ -96,20 +101,28 @@ def compile_program(lib: ctypes.CDLL, source: bytes, filename: bytes,
         lib.nvrtcDestroyProgram(ctypes.byref(prog))
 
 
-def send(stream: BinaryIO, message: dict[str, Any]) -> None:
-    data = json.dumps(message).encode()
-    stream.write(struct.pack(">I", len(data)) + data)
+def send(stream: BinaryIO, *fields: str) -> None:
+    data = [field.encode() for field in fields]
+    stream.write(struct.pack(f">{len(data) + 1}I", len(data), *map(len, data)) + b"".join(data))
     stream.flush()
 
 
-def receive(stream: BinaryIO) -> dict[str, Any] | None:
+def receive(stream: BinaryIO) -> list[str] | None:
     """The next message, or None at the end of the stream (also a cut-off one)."""
     head = stream.read(4)
     if len(head) < 4:
         return None
-    (size,) = struct.unpack(">I", head)
-    data = stream.read(size)
-    return json.loads(data) if len(data) == size else None
+    (count,) = struct.unpack(">I", head)
+    sizes = stream.read(4 * count)
+    if len(sizes) < 4 * count:
+        return None
+    fields = []
+    for size in struct.unpack(f">{count}I", sizes):
+        data = stream.read(size)
+        if len(data) < size:
+            return None
+        fields.append(data.decode())
+    return fields
 
 
 def main(libraries: list[str]) -> int:
@@ -118,32 +131,31 @@ def main(libraries: list[str]) -> int:
     lib, why = None, "no libnvrtc given"
     for path in libraries:
         try:
-            lib = open_nvrtc(Path(path))
+            lib = open_nvrtc(path)
             ver = version(lib)
         except (OSError, AttributeError) as exc:  # not loadable, or not an NVRTC library
             lib, why = None, f"{path}: {exc}"
             continue
         if ver is not None:
-            send(channel, {"library": path, "version": ver})
+            send(channel, "library", path, ver)
             break
         lib, why = None, f"{path}: nvrtcVersion failed"
     if lib is None:
-        send(channel, {"error": why})
+        send(channel, "error", why)
         return 1
     while (request := receive(sys.stdin.buffer)) is not None:
+        source, filename, *options = request
         try:
-            rc, log, ptx = compile_program(
-                lib, request["source"].encode(), request["filename"].encode(),
-                [opt.encode() for opt in request["options"]])
+            rc, log, ptx = compile_program(lib, source.encode(), filename.encode(),
+                                           [opt.encode() for opt in options])
         except NvrtcError as exc:
-            send(channel, {"error": str(exc)})
+            send(channel, "error", str(exc))
             continue
-        send(channel, {"rc": rc, "log": log, "ptx": ptx})
+        send(channel, "ptx", str(rc), log, ptx)
     return 0
 
 
 if __name__ == "__main__":
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the host's to handle: it kills us
     try:
         sys.exit(main(sys.argv[1:]))
     except BrokenPipeError:  # the host is gone (it exited before our answer): so do we, quietly
