@@ -254,11 +254,15 @@ def _print_run(out: dict[str, Any]) -> None:
 
 
 def _build(ns: argparse.Namespace) -> dict[str, Any]:
-    from qgpu.model.build import build
-
     for option, value in (("--out", ns.out), ("--cache-dir", ns.cache_dir)):
-        if value and Path(value).exists() and not Path(value).is_dir():
-            raise UsageError(f"{option} {value}: exists and is not a directory")
+        try:  # now, not after minutes of building
+            if value:
+                Path(value).mkdir(parents=True, exist_ok=True)
+        except FileExistsError:
+            raise UsageError(f"{option} {value}: exists and is not a directory") from None
+        except OSError as e:
+            raise UsageError(f"{option} {value}: cannot create it ({e.strerror or e})") from None
+    from qgpu.model.build import build
 
     result = build(
         ns.base, Path(ns.out), circuit=ns.circuit, dtype=ns.dtype, revision=ns.revision,

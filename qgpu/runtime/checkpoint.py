@@ -5,6 +5,7 @@ is read from a bank's GDN head, never computed."""
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -16,7 +17,7 @@ from transformers import AutoModelForCausalLM
 
 from qgpu.compiler import numerics as nx
 from qgpu.compiler.circuit_model import DTYPES
-from qgpu.errors import LaunchError, UsageError
+from qgpu.errors import ArgumentTypeError, LaunchError, UsageError
 from qgpu.machine import limits
 from qgpu.model.merge import METADATA_FILE
 from qgpu.runtime.check import CircuitReference
@@ -78,6 +79,13 @@ class GpuModel:
         the dtype it was built in) onto `device` (a torch device: cpu, cuda, cuda:1, ...),
         ready to run launches on `engine`."""
         t0 = time.perf_counter()
+        for name, value, types in (("build", build, (str, os.PathLike)),
+                                   ("dtype", dtype, (str, type(None))),
+                                   ("device", device, (str, torch.device)),
+                                   ("engine", engine, (str,))):
+            if not isinstance(value, types):
+                raise ArgumentTypeError(f"{name} must be a {' or '.join(t.__name__ for t in types)}"
+                                        f", got {type(value).__name__}")
         path = Path(build)
         path = path / "merged" if (path / "merged" / METADATA_FILE).is_file() else path
         try:

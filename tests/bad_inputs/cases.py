@@ -255,6 +255,8 @@ CLI: list[tuple[str, list[str], str, str]] = [
     ("build-dtype-unknown", ["build", "--base", "tiny", "--out", "{w}/b", "--dtype", "int8"],
      "usage", "invalid choice"),
     ("build-no-out", ["build", "--base", "tiny"], "usage", "--out"),
+    ("build-out-under-a-file", ["build", "--base", "tiny", "--out", "{f}/ok.cu/gpu"], "usage",
+     "cannot create it"),
     ("map-extra-argument", ["map", "x"], "usage", "unrecognized arguments: x"),
     # --- calc and chat-eval --------------------------------------------------------------------
     ("calc-empty", ["calc", ""], "parse", "empty"),
@@ -303,6 +305,12 @@ def _deep(n: int) -> list:
     for _ in range(n):
         value = [value]
     return value
+
+
+def _load_model(*args: Any) -> Any:
+    from qgpu.runtime import GpuModel
+
+    return GpuModel.load(*args)
 
 
 def _src(body: str) -> str:
@@ -440,4 +448,19 @@ API: list[tuple[str, ApiCall, str, str]] = [
     ("model-on-interp", lambda a: a.launch(model=object()), "UsageError", "backend='model'"),
     ("ok-out-of-bounds", lambda a: a.ok.launch(grid=(1, 1), block=(4, 1), args=[[1], 4]),
      "LaunchError", "out of bounds"),
+    # --- GpuModel.load ---------------------------------------------------------------------------
+    ("model-load-none", lambda a: _load_model(None), "ArgumentTypeError", "build must be"),
+    ("model-load-int", lambda a: _load_model(5), "ArgumentTypeError", "build must be"),
+    ("model-load-dtype-list", lambda a: _load_model(a.work, ["float32"]), "ArgumentTypeError",
+     "dtype must be"),
+    ("model-load-device-none", lambda a: _load_model(a.work, None, None), "ArgumentTypeError",
+     "device must be"),
+    ("model-load-engine-int", lambda a: _load_model(a.work, None, "cpu", 5),
+     "ArgumentTypeError", "engine must be"),
+    ("model-load-not-a-build", lambda a: _load_model(a.files), "UsageError",
+     "not a qgpu build"),
+    ("model-load-malformed", lambda a: _load_model(a.work + "/badmeta"), "UsageError",
+     "malformed"),
+    ("model-load-engine-unknown", lambda a: _load_model(a.work + "/noweights", None, "cpu",
+                                                        "turbo"), "UsageError", "--engine"),
 ]
