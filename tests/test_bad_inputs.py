@@ -44,6 +44,11 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (w / "big.ptx").write_text(dot_ptx + "//" + "x" * 300_000 + "\n")
     (w / "bigint.ptx").write_text(dot_ptx.replace("ret;", "mov.u32 %r1, " + "9" * 5000 + ";\n"
                                                   "\tret;", 1))
+    (w / "regs.ptx").write_text(re.sub(r"\.reg \.b32\s+%r<\d+>", ".reg .b32 %r<1000000000>",
+                                       dot_ptx))
+    (w / "global4g.ptx").write_text(  # 4 GB declared (never allocated), then read
+        dot_ptx.replace(".visible .entry", ".global .align 4 .b8 g[4000000000];\n.visible .entry")
+        .replace("ret;", "ld.global.u32 %r1, [g];\n\tret;", 1))
     body = "\n".join(f"    a[threadIdx.x + {i % 5}] ^= a[threadIdx.x + {i * 3 % 7}] * {i + 3} + "
                      f"(a[{i % 4}] >> {i % 13});" for i in range(90))
     (w / "rom.cu").write_text('extern "C" __global__ void big(int* a) {\n' + body + "\n}\n")

@@ -65,6 +65,10 @@ CLI: list[tuple[str, list[str], str, str]] = [
      "256 KiB"),
     ("ptx-5000-digit-literal", ["run", "{w}/bigint.ptx", *G4, "--args", DOT_ARGS],
      "unsupported", "integer literal of 5000 characters"),
+    ("ptx-billion-registers", ["run", "{w}/regs.ptx", *G4, "--args", DOT_ARGS], "unsupported",
+     "a range of 1,000,000,000 registers"),
+    ("ptx-4gb-global", ["run", "{w}/global4g.ptx", *G4, "--args", DOT_ARGS], "resource",
+     "needing 1000000001 words"),
     # --- run: the kernel name ------------------------------------------------------------------
     ("kernel-unknown", [*dot("--kernel", "nope")], "usage", "no kernel named 'nope'"),
     ("kernel-empty-name", [*dot("--kernel", "")], "usage", "no kernel named"),

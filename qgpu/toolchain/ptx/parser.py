@@ -528,7 +528,9 @@ class _Parser:
                 continue
             count *= self.int_tok()
             self.expect("]")
-        init = bytearray(elem * count)
+        # initial bytes past global memory are never used (global_layout rejects the variable),
+        # and a declared size of gigabytes must not be allocated here
+        init = bytearray(min(elem * count, limits.GLOBAL_WORDS * limits.WORD_BYTES))
         if self.accept("="):
             values: list[int] = []
             problem = self.initialiser(values)
@@ -754,6 +756,9 @@ class _BodyParser:
             if p.accept("<"):
                 count = p.int_tok()
                 p.expect(">")
+                if count > 1 << 16:  # names are made per register: 10^9 would fill the memory
+                    raise _unsupported(line, f"a range of {count:,} registers `{name}<{count}>`",
+                                       "at most 65,536")
                 self.declare(RegDecl(ty, name, count, line))
             else:
                 self.declare(RegDecl(ty, name, None, line))
