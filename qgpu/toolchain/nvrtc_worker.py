@@ -22,10 +22,12 @@ failed), until stdin closes.
 
 from __future__ import annotations
 
+import _thread
 import ctypes
 import os
 import struct
 import sys
+import time
 from typing import BinaryIO
 
 NVRTC_SUCCESS = 0
@@ -125,7 +127,16 @@ def receive(stream: BinaryIO) -> list[str] | None:
     return fields
 
 
+def watch_host(host: int) -> None:
+    """End the worker when its host has gone (killed mid-compile: stdin closing is only read
+    after the compile, which may run for hours)."""
+    while os.getppid() == host:
+        time.sleep(1)
+    os._exit(0)
+
+
 def main(libraries: list[str]) -> int:
+    _thread.start_new_thread(watch_host, (os.getppid(),))
     channel = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # whatever the library prints goes to stderr, never into the protocol
     lib, why = None, "no libnvrtc given"
