@@ -15,12 +15,13 @@ parameters are defined by the host.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from qgpu.errors import LaunchError, ResourceError, UsageError
 from qgpu.machine import limits
 from qgpu.machine.isa import (
+    ATOMIC_OPS,
     INDEX_UNSIGNED,
     INDEXED,
     Atom,
@@ -40,6 +41,7 @@ from qgpu.machine.isa import (
     guard_parts,
     mem_space,
 )
+from qgpu.machine.races import ATOMIC, CAS, READ, WRITE, Race, RaceDetector
 
 MASK32 = 0xFFFFFFFF
 
@@ -70,11 +72,13 @@ class TraceRecord:
 
 @dataclass
 class MachineRun:
-    """Result of a launch: final global memory (int32 words), the trace and counters."""
+    """Result of a launch: final global memory (int32 words), the trace and counters, and the
+    data races between warps or thread blocks it ran into (warnings: qgpu.machine.races)."""
 
     memory: list[int]
     trace: list[TraceRecord]
     stats: dict[str, int] = field(default_factory=dict)
+    races: list[Race] = field(default_factory=list)
 
 
 EXITED = limits.ROM_BLOCKS
@@ -178,6 +182,10 @@ class _Launch:
         self.cta = 0
         self.shared: list[int] = []
         self.shared_def = 0  # bit i: shared word i was written in the current thread block
+        self.races = RaceDetector(self._site, grid[0] * grid[1])
+        # per site (block * BLOCK_SLOTS + slot): the race class of its memory access
+        self.race_ops = [_race_op(blk.instrs[s]) if s < len(blk.instrs) else READ
+                         for blk in prog.blocks for s in range(limits.BLOCK_SLOTS)]
 
     # --- helpers -------------------------------------------------------------------------
     def _where(self, w: _Warp, lane: int, ins: Instr | Term | None = None) -> str:
@@ -189,6 +197,13 @@ class _Launch:
             what = f" in `{format_term(ins) if isinstance(ins, Term) else format_instr(ins)}`"
         return (f"{self.prog.name}, block B{w.pc}{what}, blockIdx=({cta[0]},{cta[1]}), "
                 f"threadIdx=({tid[0]},{tid[1]})")
+
+    def _site(self, site: int) -> str:
+        """A memory instruction named for a race warning: block, slot, and its PTX."""
+        pc, slot = divmod(site, limits.BLOCK_SLOTS)
+        ins = self.prog.blocks[pc].instrs[slot]
+        ptx = f" (PTX `{ins.comment}`)" if ins.comment else ""
+        return f"B{pc} slot {slot} `{format_instr(replace(ins, comment=''))}`{ptx}"
 
     def _undefined(self, what: str, w: _Warp, lane: int, ins: Instr | Term) -> LaunchError:
         return LaunchError(f"read of {what} before any write in this thread block at "
@@ -255,6 +270,7 @@ class _Launch:
             # contents are undefined at the start of a thread block: reads before writes fail
             self.shared = [0] * (self.shared_bytes // 4)
             self.shared_def = 0
+            self.races.start_block(cta)
             warps = []
             for wi in range((nthreads + limits.WARP_LANES - 1) // limits.WARP_LANES):
                 lanes = min(limits.WARP_LANES, nthreads - wi * limits.WARP_LANES)
@@ -272,10 +288,11 @@ class _Launch:
                         break
                     for w in waiting:
                         w.waiting = False
+                    self.races.barrier()
                     continue
                 self._step(ready[0])
         self.stats["thread_blocks"] = ncta
-        return MachineRun([s32(v) for v in self.mem], self.trace, self.stats)
+        return MachineRun([s32(v) for v in self.mem], self.trace, self.stats, self.races.races)
 
     def _step(self, w: _Warp) -> None:
         self.stats["blocks_executed"] += 1
@@ -423,6 +440,15 @@ class _Launch:
             store, name = None, "local"
             idx = [self._window("local", a, limits.LOCAL_WORDS * 4, w, ln, ins)
                    for a, ln in zip(addrs, lanes, strict=False)]
+        if store is not None:
+            site = w.pc * limits.BLOCK_SLOTS + slot
+            race_op = self.race_ops[site]
+            base = w.index * limits.WARP_LANES
+            value = ins.c if ins.mod & INDEXED else ins.b  # a store's value register
+            self.races.access(race_op, store is self.mem,
+                              [(base + ln, i) for ln, i in zip(lanes, idx, strict=False)], site,
+                              race_op == WRITE and all(store[i] == R[ln][value]
+                                                       for ln, i in zip(lanes, idx, strict=False)))
 
         def cell_get(ln: int, i: int) -> int:
             if store is None:
@@ -507,6 +533,22 @@ def shuffle_lane(mode: int, bval: int, shape: int, lane: int) -> int:
         j = min_lane | (bval & ~segmask & 31)
         ok = j <= max_lane
     return j if ok else lane
+
+
+def _race_op(ins: Instr) -> int:
+    """The race class of a memory instruction. The load and the compare-and-swap that merge a
+    sub-word store into its word (their comment, the PTX they came from, is a store) are one
+    atomic update, as the PTX interpreter sees one merged store."""
+    if ins.op == Op.ST:
+        return WRITE
+    words = ins.comment.split()
+    ptx_op = words[1] if words and words[0].startswith("@") and len(words) > 1 else \
+        (words[0] if words else "")
+    if ptx_op.split(".")[0] == "st":
+        return ATOMIC
+    if ins.op in ATOMIC_OPS:
+        return CAS if ins.mod == Atom.CAS else ATOMIC
+    return READ
 
 
 @lru_cache(maxsize=4096)
