@@ -18,8 +18,9 @@ value is an ArgumentTypeError or UsageError naming the parameter (docs/ERRORS.md
 from __future__ import annotations
 
 import os
+import re
 import reprlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ from qgpu.errors import ArgumentTypeError, ResourceError, UsageError
 from qgpu.machine import limits
 from qgpu.machine.interp import check_launch_shape, run_program, s32
 from qgpu.machine.isa import Program
+from qgpu.machine.races import Race
 from qgpu.toolchain.cuda import (
     MAX_SOURCE_BYTES,
     available_compilers,
@@ -38,8 +40,8 @@ from qgpu.toolchain.cuda import (
 from qgpu.toolchain.lower import lower_kernel
 from qgpu.toolchain.ptx import ast
 from qgpu.toolchain.ptx.globals import TYPED_ARRAYS, GlobalLayout, global_layout
-from qgpu.toolchain.ptx.interp import find_kernel, run_kernel
-from qgpu.toolchain.ptx.names import qualified_name
+from qgpu.toolchain.ptx.interp import find_kernel, run_kernel, shared_layout
+from qgpu.toolchain.ptx.names import demangle, qualified_name
 from qgpu.toolchain.ptx.parser import parse_module
 
 BACKENDS = ("interp", "ptx", "model")
@@ -309,6 +311,14 @@ class LaunchResult:
     the first token or word that was not the reference machine's)."""
     symbols: dict[str, Any] = field(default_factory=dict)
     """Final value of each __device__/__constant__ variable the kernel uses, by C++ name."""
+    races: list[Race] = field(default_factory=list)
+    """Data races between warps or thread blocks the interpreter saw (the model backend:
+    with check, its reference replay's), each word named as the kernel names it."""
+
+    @property
+    def warnings(self) -> list[str]:
+        """The races in words, with what fixes each (docs/ISA.md §9)."""
+        return [r.message() for r in self.races]
 
 
 @dataclass
@@ -400,7 +410,8 @@ class Kernel:
             stats = dict(run.stats, rom_blocks=len(prog.blocks),
                          instructions=prog.instruction_count(), spill_slots=prog.local_words)
             return LaunchResult(self.name, backend, read_back(place, args, run.memory), stats,
-                                run.trace, symbols=self.variables.read_back(run.memory))
+                                run.trace, symbols=self.variables.read_back(run.memory),
+                                races=self.name_races(run.races, place, dynamic_shared))
         ptx_run = run_kernel(
             self.ptx, self.module, grid=grid3, block=block3, params=place.params,
             memory=place.memory, dynamic_shared=dynamic_shared, allocations=place.allocations,
@@ -408,7 +419,8 @@ class Kernel:
         )
         return LaunchResult(self.name, backend, read_back(place, args, ptx_run.memory),
                             dict(ptx_run.stats),
-                            symbols=self.variables.read_back(ptx_run.memory))
+                            symbols=self.variables.read_back(ptx_run.memory),
+                            races=self.name_races(ptx_run.races, place, dynamic_shared))
 
     def _launch_model(self, grid: tuple[int, int], block: tuple[int, int], args: list[Any],
                       place: Placement, dynamic_shared: int, step_limit: int | None, model: Any,
@@ -434,7 +446,54 @@ class Kernel:
         result = None if run.memory is None else read_back(place, args, run.memory)
         stats = {"rom_blocks": len(prog.blocks), "instructions": prog.instruction_count()}
         final = {} if run.memory is None else self.variables.read_back(run.memory)
-        return LaunchResult(self.name, "model", result, stats, model=info, symbols=final)
+        return LaunchResult(self.name, "model", result, stats, model=info, symbols=final,
+                            races=self.name_races(run.races, place, dynamic_shared))
+
+    def name_races(self, races: list[Race], place: Placement, dynamic_shared: int = 0) \
+            -> list[Race]:
+        """Each race's word as the kernel names it — an argument array's element (``arg
+        2[5]``), a __device__ variable's, a shared array's — so a warning points into the
+        source rather than at an address."""
+        return [replace(r, name=self._word_name(r.space, r.address, place, dynamic_shared))
+                for r in races]
+
+    def _word_name(self, space: str, address: int, place: Placement,
+                   dynamic_shared: int) -> str | None:
+        if space == "global":
+            for i, (start, words) in place.arrays.items():
+                if start <= address < start + 4 * words:
+                    j = (address - start) // 4
+                    if i not in place.typed or TYPED_ARRAYS[place.typed[i][0]][0] == 32:
+                        return f"arg {i}[{j}]"
+                    per = 32 // TYPED_ARRAYS[place.typed[i][0]][0]
+                    return f"arg {i}[{j * per}..{j * per + per - 1}]"
+            for v in self.variables.variables:
+                start = self.variables.addresses[v.name]
+                if start <= address < start + v.size_bytes:
+                    return demangle(v.name) + (f" word {(address - start) // 4}"
+                                               if v.size_bytes > 4 else "")
+            return None
+        layout = shared_layout(self.ptx, self.module, dynamic_shared)
+        words = all(ast.type_width(ins.type) == 32 for ins in self.ptx.instructions
+                    if ins.opcode in ("ld", "st", "atom", "red") and ins.space == "shared")
+        for decl in (*self.module.module_shared, *self.ptx.shared):
+            start = layout.offsets[decl.name]
+            size = dynamic_shared if decl.extern else decl.size_bytes
+            if start <= address < start + size:
+                name = _variable_name(decl.name)
+                # 32-bit accesses only: an int array, whose index the word's is
+                return f"{name}[{(address - start) // 4}]" if words else \
+                    f"{name} byte {address - start}"
+        return None
+
+
+def _variable_name(symbol: str) -> str:
+    """A shared array's C++ name: NVVM mangles a function's static ``__shared__ int s[8]`` as
+    ``_ZZ<function>E1s``, which ``demangle`` leaves alone."""
+    m = re.fullmatch(r"_ZZ.*E(\d+)([A-Za-z_]\w*)", symbol)
+    if m and len(m.group(2)) == int(m.group(1)):
+        return m.group(2)
+    return demangle(symbol)
 
 
 @dataclass

@@ -37,11 +37,12 @@ machine-model decisions it implements (docs/ISA.md is the user-facing copy):
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from qgpu.errors import LaunchError, ResourceError, UnsupportedError, UsageError
 from qgpu.machine import limits
+from qgpu.machine.races import ATOMIC, CAS, READ, WRITE, Race, RaceDetector
 from qgpu.toolchain.ptx.ast import (
     Addr,
     Imm,
@@ -98,11 +99,13 @@ class PtxRun:
     """Final global memory (signed int32 words) and execution counters.
 
     ``stats``: warp_instructions (issued, one per warp), thread_instructions (lanes that executed
-    them with a true guard), blocks_run, barriers (releases), divergent_branches.
+    them with a true guard), blocks_run, barriers (releases), divergent_branches. ``races``:
+    the data races between warps or thread blocks (warnings: qgpu.machine.races).
     """
 
     memory: list[int]
     stats: dict[str, int]
+    races: list[Race] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -252,6 +255,8 @@ class _Launch:
         self.cfg = build_cfg(kernel)
         self.labels = label_pcs(kernel)
         self.instrs = kernel.instructions
+        self.sites: list[str] = []  # memory instructions as race warnings name them
+        self.races = RaceDetector(self.sites.__getitem__, self.gx * self.gy * self.gz)
         self.ops = [self.decode(ins) for ins in self.instrs]
 
     # -- running ------------------------------------------------------------------------
@@ -260,10 +265,11 @@ class _Launch:
             for cy in range(self.gy):
                 for cx in range(self.gx):
                     self.run_block(cx, cy, cz)
-        return PtxRun([_sx(v, 32) for v in self.mem], dict(self.stats))
+        return PtxRun([_sx(v, 32) for v in self.mem], dict(self.stats), self.races.races)
 
     def run_block(self, cx: int, cy: int, cz: int) -> None:
         self.ctaid = (cx, cy, cz)
+        self.races.start_block(cx + self.gx * (cy + self.gy * cz))
         self.regs = [{} for _ in range(self.nthreads)]
         self.shared = [0] * -(-self.layout.total_bytes // 4)
         self.shared_written = [False] * len(self.shared)
@@ -286,6 +292,7 @@ class _Launch:
             for w in waiting:
                 w.waiting = False
             self.stats["barriers"] += 1
+            self.races.barrier()
         self.stats["blocks_run"] += 1
 
     def run_warp(self, warp: _Warp) -> None:
@@ -551,16 +558,25 @@ class _Launch:
                 self.shared_written[i] = True
 
         element = _mask(8 * size)
+        site = len(self.sites)
+        self.sites.append(f"line {ins.line} `{ins.text}`")
+        # a store under a word is merged into it: the machine's compare-and-swap loop
+        race_op = READ if op == "ld" else WRITE if op == "st" and span >= 4 else \
+            CAS if "cas" in ins.mods else ATOMIC
+        access = self.races.access
         if op == "ld":
             writes = [self.writer(x, ty) if x is not None else None for x in items]
 
             def load(lanes: list[int]) -> None:
                 values = []
+                touched = []
                 for t in lanes:
                     base = where(t)
                     for k, write in enumerate(writes):
                         i, shift = locate(t, base + k * size, span if k == 0 else size)
                         values.append((t, write, fetch(t, i) >> shift & element))
+                        touched.append((t, i))
+                access(race_op, is_global, touched, site)
                 for t, write, v in values:
                     if write is not None:
                         write(t, v)
@@ -570,15 +586,21 @@ class _Launch:
             readers = [self.reader(ins, x, 32) for x in items]
 
             def store(lanes: list[int]) -> None:
+                touched = []
+                unchanged = True  # every word stored holds the value it held
                 for t in lanes:
                     base = where(t)
                     for k, value in enumerate(readers):
                         i, shift = locate(t, base + k * size, span if k == 0 else size)
+                        touched.append((t, i))
                         if size < 4:  # the machine merges it into the word it reads first
                             old = fetch(t, i) & ~(element << shift)
                             put(i, old | (value(t) & element) << shift)
                         else:
-                            put(i, value(t))
+                            v = value(t)
+                            unchanged &= (self.mem if is_global else self.shared)[i] == v
+                            put(i, v)
+                access(race_op, is_global, touched, site, unchanged)
 
             return store
         name = next(m for m in ins.mods if m in _ATOMIC)
@@ -588,12 +610,15 @@ class _Launch:
         write_old = self.writer(ops[0], ty) if op == "atom" else None
 
         def atomic(lanes: list[int]) -> None:
+            touched = []
             for t in lanes:
                 i, _ = locate(t, where(t))
+                touched.append((t, i))
                 old = fetch(t, i)
                 put(i, update(old, *[r(t) for r in data], signed=signed) & 0xFFFFFFFF)
                 if write_old is not None:
                     write_old(t, old)
+            access(race_op, is_global, touched, site)
 
         return atomic
 
