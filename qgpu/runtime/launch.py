@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from qgpu import protocol as T
 from qgpu.errors import LaunchError
 from qgpu.machine import limits
+from qgpu.machine.races import Race
 from qgpu.runtime.check import Divergence, LayerCheck
 from qgpu.runtime.checkpoint import GpuModel, Session
 
@@ -31,7 +32,8 @@ class ModelRun:
     """A launch the model ran: what it generated and what it left in global memory; with a
     check, whether every token and word was the reference machine's, else the first that was
     not (then `memory` is None if the stream diverged). `seconds` times its batch's prefill
-    and decode."""
+    and decode. `races`: with a check, the data races the reference replay saw (the model
+    runs the launch as the machine does; the replay is what can tell)."""
 
     memory: list[int] | None  # int32 words, as the gmem bank holds them
     prompt_tokens: int
@@ -39,6 +41,7 @@ class ModelRun:
     exact: bool | None = None
     divergence: str | None = None
     seconds: dict[str, float] = field(default_factory=dict)
+    races: list[Race] = field(default_factory=list)
 
 
 def run_launch(gm: GpuModel, launch: T.Launch, *, token_limit: int = DEFAULT_TOKEN_LIMIT,
@@ -187,6 +190,7 @@ def run_checked_batch(gm: GpuModel, launches: list[T.Launch], *, dynamic_shared:
 
     expected: list[list[str]] = []
     wants: list[list[int] | None] = []
+    races: list[list[Race]] = []
     for launch, shared in zip(launches, dynamic_shared, strict=True):
         try:
             ref = run_program(launch.program, grid=launch.grid, block=launch.block,
@@ -194,15 +198,17 @@ def run_checked_batch(gm: GpuModel, launches: list[T.Launch], *, dynamic_shared:
                               dynamic_shared=shared, allocations=launch.allocations)
             expected.append(T.expected_tokens(launch, ref.trace))
             wants.append(ref.memory)
+            races.append(ref.races)
         except LaunchError as e:
             if e.fault not in T.FAULTS:
                 raise
             expected.append(T.fault_tokens(launch, e))
             wants.append(None)
+            races.append([])
     runs = run_batch(gm, launches, token_limit=token_limit, expected=expected,
                      check_layers=layers)
     out: list[ModelRun | LaunchError] = []
-    for launch, run, want in zip(launches, runs, wants, strict=True):
+    for launch, run, want, found in zip(launches, runs, wants, races, strict=True):
         if isinstance(run, Divergence):
             run = ModelRun(None, len(T.prompt_tokens(launch)), run.generated, False, run.message)
         elif isinstance(run, ModelRun):
@@ -213,5 +219,7 @@ def run_checked_batch(gm: GpuModel, launches: list[T.Launch], *, dynamic_shared:
                 w = words[0]
                 run.divergence = (f"global word {w}: the model holds {run.memory[w]}, the "
                                   f"reference machine {want[w]}")
+        if isinstance(run, ModelRun):
+            run.races = found
         out.append(run)
     return out

@@ -16,12 +16,13 @@ from qgpu import cli
 from qgpu import protocol as T
 from qgpu.circuits.gpu.compiled import gpu_schedule
 from qgpu.compiler.schedule import LayerShape
-from qgpu.driver import SUITE_DIR, compile_file, place_arguments
+from qgpu.driver import SUITE_DIR, compile_file, compile_source, place_arguments
 from qgpu.errors import LaunchError
 from qgpu.machine import interp
 from qgpu.model.merge import read_text_config
 from qgpu.runtime import Divergence, GpuModel, run_launch
 from qgpu.suite.runner import by_name, make_args, print_model_report, suite_module
+from qgpu.toolchain.cuda import available_compilers
 
 KERNEL = "copy"  # three thread blocks, divergence at the bounds check, indexed loads and stores
 
@@ -78,6 +79,29 @@ def test_both_high_multiplies_on_the_model_checked(gpu) -> None:
     assert result.args[2] == [a * b >> 32 for a, b in zip(x, y, strict=True)]
     unsigned = [(a % 2**32) * (b % 2**32) >> 32 for a, b in zip(x, y, strict=True)]
     assert result.args[3] == [u - 2**32 if u >= 2**31 else u for u in unsigned]
+
+
+RACY = """extern "C" __global__ void racy(int *out) {
+    __shared__ int s[8];
+    int t = threadIdx.x;
+    s[t] = t;
+    if (t >= 4) out[t - 4] = s[t - 4];  /* warp 1 reads warp 0's words: no barrier */
+}"""
+
+
+@pytest.mark.skipif(not available_compilers(), reason="no CUDA compiler")
+def test_a_checked_launch_reports_the_replays_races(gpu) -> None:
+    """The model runs a racy kernel as the machine does; ``check``'s replay on the machine
+    interpreter is what sees the races, and the result carries them (without a check, no
+    interpreter runs and there are none to report)."""
+    kernel = compile_source(RACY).kernel()
+    shape = {"grid": (1,), "block": (8,), "args": [{"zeros": 4}]}
+    checked = kernel.launch(**shape, backend="model", model=gpu, check=True)
+    assert checked.model["exact"] is True and checked.args == [[0, 1, 2, 3]]
+    reference = kernel.launch(**shape, backend="interp")
+    assert [r.key() for r in checked.races] == [r.key() for r in reference.races]
+    assert checked.warnings == reference.warnings and len(checked.warnings) == 4
+    assert kernel.launch(**shape, backend="model", model=gpu).races == []
 
 
 def test_bfloat16_runs_the_dot_product_exactly(build_dir) -> None:
