@@ -9,7 +9,10 @@ is not exact exits with status 1, its ``"args"`` null if the stream diverged, an
 ``build --json`` prints ``{"base", "merged", "stages"}`` the
 same way (stage progress goes to stderr). ``run``, ``ptx`` and ``asm`` show the compiler's
 warnings on stderr, or with ``--json`` as a ``"warnings"`` list in the object (the error object
-too). No input ends in a traceback: every bad one is exit status 2 and an error kind
+too); ``run`` adds a warning per data race between warps or thread blocks (the interpreters,
+or the model backend's ``--check`` replay: docs/ISA.md §9), and with ``--json`` a ``"races"``
+list of objects (kind, space, address, word, name, first and second access, message). No
+input ends in a traceback: every bad one is exit status 2 and an error kind
 (docs/ERRORS.md); a closed stdout (``| head``) ends the command quietly.
 """
 
@@ -35,6 +38,7 @@ MAX_ARGS_CHARS = 64 * 1024
 MAX_ARGS_DEPTH = 8
 MAX_INT_DIGITS = 30
 ENGINES = ("sparse", "stock")
+SHOWN_RACES = 8  # race warnings the text output prints; --json lists every one
 
 
 class _Parser(argparse.ArgumentParser):
@@ -232,8 +236,10 @@ def _run(ns: argparse.Namespace, warnings: list[str]) -> dict[str, Any]:
         symbols=_json_args(ns.symbols, "--symbols") if ns.symbols else None,
     )
     symbols = {"symbols": result.symbols} if result.symbols else {}
+    races = {"races": [r.to_json() for r in result.races]} if result.races else {}
+    warnings.extend(result.warnings)
     return {"kernel": result.kernel, "backend": result.backend, "args": result.args,
-            "stats": result.stats, **symbols, **result.model, "warnings": warnings}
+            "stats": result.stats, **symbols, **result.model, **races, "warnings": warnings}
 
 
 def _print_run(out: dict[str, Any]) -> None:
@@ -251,6 +257,12 @@ def _print_run(out: dict[str, Any]) -> None:
     if "exact" in out:
         print("  exact: every generated token and global word is the machine's" if out["exact"]
               else f"  NOT exact: {out['divergence']}")
+    races = out.get("races", [])
+    for race in races[:SHOWN_RACES]:
+        print(f"warning: {race['message']}", file=sys.stderr)
+    if len(races) > SHOWN_RACES:
+        print(f"warning: {len(races) - SHOWN_RACES} more data races (--json lists them all)",
+              file=sys.stderr)
 
 
 def _build(ns: argparse.Namespace) -> dict[str, Any]:

@@ -112,6 +112,45 @@ def test_3d_launch_and_symbols(capsys, tmp_path, backend: str) -> None:
                          "--backend", backend)
     assert code == 0 and out["args"] == [[0, 0, 5, 5, 10, 10]]
     assert out["symbols"] == {"step": 5, "total": 60}
+    assert "races" not in out and out["warnings"] == []  # atomics between blocks: no race
+
+
+UNROLLED = """
+extern "C" __global__ void unrolled(const int *in, int *out) {
+    __shared__ int s[8];
+    int t = threadIdx.x;
+    s[t] = in[t];
+    __syncthreads();
+    volatile int *v = s;
+    if (t < 4) { v[t] += v[t + 4]; v[t] += v[t + 2]; v[t] += v[t + 1]; }
+    else v[t] = 0;  /* warp 1 overwrites what warp 0 read: nothing orders the two */
+    if (t == 0) out[0] = v[0];
+}
+"""
+
+
+@needs_compiler
+@pytest.mark.parametrize("backend", ["interp", "ptx"])
+def test_races_are_warnings_in_json_and_on_stderr(capsys, tmp_path, backend: str) -> None:
+    argv = ["run", write(tmp_path, UNROLLED), "--grid", "1", "--block", "8", "--args",
+            "[[1,2,3,4,5,6,7,8], {\"zeros\": 1}]", "--backend", backend]
+    code, out = run_json(capsys, *argv)
+    assert code == 0 and out["args"][1] == [36]  # the launch completes
+    assert [(r["kind"], r["space"], r["word"], r["name"], r["between"], r["first"]["op"],
+             r["first"]["warp"], r["first"]["thread"], r["second"]["op"], r["second"]["warp"],
+             r["second"]["thread"]) for r in out["races"]] == \
+        [("write-after-read", "shared", 4 + i, f"s[{4 + i}]", "warps", "read", 0, i, "write",
+          1, 4 + i) for i in range(4)]
+    assert out["races"][0]["first"]["where"] and out["races"][0]["second"]["where"]
+    assert out["warnings"] == [r["message"] for r in out["races"]]
+    assert "on a 32-lane GPU these threads may share a warp" in out["warnings"][0]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert "arg 1: [36]" in captured.out
+    lines = captured.err.splitlines()
+    assert len(lines) == 4 and lines[0].startswith(
+        "warning: data race (write-after-read) on shared word 4 (s[4]) in thread block 0: "
+        "thread 4 (warp 1) wrote it at ")
 
 
 def test_missing_file_is_a_usage_error(capsys) -> None:
