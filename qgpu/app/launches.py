@@ -16,7 +16,7 @@ import queue
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +26,7 @@ from qgpu.driver import CompiledModule, Kernel, Placement, compile_source
 from qgpu.errors import LaunchError, QgpuError, UsageError
 from qgpu.machine import limits
 from qgpu.machine.interp import check_launch_shape
+from qgpu.machine.races import Race
 
 if TYPE_CHECKING:
     from qgpu.runtime import GpuModel, ModelRun
@@ -317,14 +318,17 @@ def execute(gm: GpuModel, lock: threading.Lock, launch: T.Launch, token_limit: i
 @dataclass(frozen=True)
 class Verdict:
     """Whether the model's launch equals the reference machine's: exact (True / False / None
-    when the reference itself cannot run it), and the first difference in words."""
+    when the reference itself cannot run it), and the first difference in words; `races`: the
+    data races the replay saw (the model runs the launch as the machine does, races and all)."""
 
     exact: bool | None
     message: str
+    races: tuple[Race, ...] = ()
 
 
 def _reference(prep: Prepared):
-    """The reference interpreter's run: (expected tokens, final memory or None, its error)."""
+    """The reference interpreter's run: (expected tokens, final memory or None, its error,
+    its races)."""
     from qgpu.machine.interp import run_program
 
     launch = prep.launch
@@ -333,19 +337,27 @@ def _reference(prep: Prepared):
                           params=launch.params, memory=launch.memory,
                           dynamic_shared=prep.request.dynamic_shared,
                           allocations=launch.allocations)
-        return T.expected_tokens(launch, ref.trace), ref.memory, None
+        return T.expected_tokens(launch, ref.trace), ref.memory, None, ref.races
     except LaunchError as e:
         if e.fault in T.FAULTS and e.block is not None:
-            return T.fault_tokens(launch, e), None, e
-        return None, None, e
+            return T.fault_tokens(launch, e), None, e, []
+        return None, None, e, []
 
 
 def verify(prep: Prepared, generated: list[str], memory: list[int] | None,
            complete: bool = True) -> Verdict:
     """Replay the launch on the reference interpreter and compare every generated token and
     (if the model finished) every global word; `complete` False compares the tokens the model
-    generated before it was stopped."""
-    expected, want, error = _reference(prep)
+    generated before it was stopped. The verdict carries the replay's races."""
+    expected, want, error, races = _reference(prep)
+    named = prep.kernel.name_races(races, prep.place, prep.request.dynamic_shared)
+    return replace(_compare(expected, want, error, generated, memory, complete),
+                   races=tuple(named))
+
+
+def _compare(expected: list[str] | None, want: list[int] | None, error: LaunchError | None,
+             generated: list[str], memory: list[int] | None, complete: bool) -> Verdict:
+    """The model's tokens and words against the reference's: the first difference."""
     if expected is None:
         return Verdict(None, f"the reference interpreter cannot run this launch: "
                              f"{error.message}")
@@ -378,7 +390,7 @@ def verify(prep: Prepared, generated: list[str], memory: list[int] | None,
 def diagnose(prep: Prepared) -> str | None:
     """Where the reference interpreter places a fault (kernel, block, instruction, thread,
     address) — the model's fault token names only the kind and the block."""
-    _, _, error = _reference(prep)
+    _, _, error, _ = _reference(prep)
     return None if error is None else error.message
 
 
@@ -406,6 +418,9 @@ def result_json(gm: GpuModel, prep: Prepared, run: ModelRun,
         out["exact"] = verdict.exact
         if not verdict.exact:
             out["divergence"] = verdict.message
+        if verdict.races:
+            out["races"] = [r.to_json() for r in verdict.races]
+            out["warnings"] = [r.message() for r in verdict.races]
     return out
 
 

@@ -190,6 +190,7 @@ class CudaTab:
             out = result_json(gm, prep, fin.run, verdict)
             html = panels.done_html(rec, out["args"], fin.run.seconds, gm.engine,
                                     panels.verdict_html(verdict.exact, verdict.message)
+                                    + panels.races_html(out.get("warnings", []))
                                     if verdict else "")
             return self._outputs(html, rec, out, kernel=kernel_update)
         e = fin.error
@@ -319,7 +320,8 @@ class CudaTab:
         args: the CLI's JSON list (a list of ints is an input array, {"zeros": n} an output
         array, an int a scalar). Returns the CLI's JSON object ({"kernel", "backend", "args",
         "stats", "prompt_tokens", "generated_tokens", "engine", "seconds"}, with verify also
-        "exact") or {"error": {"kind", "message"}}."""
+        "exact", and "races" and "warnings" if the replay saw data races) or {"error":
+        {"kind", "message"}}."""
         return run_json(self.host.gm, self.host.lock, source, kernel, grid, block, args,
                         dynamic_shared, verify, self.host.token_limit)
 

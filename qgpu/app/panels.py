@@ -103,6 +103,17 @@ def verdict_html(exact: bool | None, message: str) -> str:
             f"the launch afterwards and only compares): {_esc(message)}</div>")
 
 
+def races_html(messages: list[str]) -> str:
+    """The verify replay's race warnings: the launch completed, but its result may depend on
+    the order the warps or thread blocks ran in (docs/ISA.md §9)."""
+    if not messages:
+        return ""
+    items = "".join(f"<li>{_esc(m)}</li>" for m in messages)
+    return (f"<div class='qg-box qg-warn'><b>⚠ {len(messages)} data "
+            f"race{'s' * (len(messages) != 1)}</b> (found by the verify replay)<ul>{items}</ul>"
+            f"</div>")
+
+
 def done_html(rec: Recording, values: list[Any], seconds, engine: str, verdict: str = "") \
         -> str:
     head = (f"<div class='qg-box qg-ok'><b>Done</b> — <code>{_esc(rec.kernel)}</code> on the "

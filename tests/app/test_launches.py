@@ -145,3 +145,38 @@ def test_verify_compares_and_names_the_first_difference() -> None:
     assert v.exact is False and "global word 9: the model holds 31" in v.message
     assert S.verify(prep, stream[:10], None, complete=False).exact is True
     assert S.verify(prep, stream[:10], None).exact is False
+    assert S.verify(prep, stream, ref.memory).races == ()
+
+
+RACY = """extern "C" __global__ void racy(int *out) {
+    __shared__ int s[8];
+    int t = threadIdx.x;
+    s[t] = t;
+    if (t >= 4) out[t - 4] = s[t - 4];  /* warp 1 reads warp 0's words: no barrier */
+}"""
+
+
+def test_verify_carries_the_replays_races_to_the_result_panel() -> None:
+    from qgpu.app import panels
+    from qgpu.machine.interp import run_program
+
+    prep = S.prepare(S.Request.parse(RACY, None, "1", "8", '[{"zeros": 4}]'))
+    launch = prep.launch
+    ref = run_program(launch.program, grid=launch.grid, block=launch.block,
+                      params=launch.params, memory=launch.memory,
+                      allocations=launch.allocations)
+    v = S.verify(prep, [T.body(t) for t in T.expected_tokens(launch, ref.trace)], ref.memory)
+    assert v.exact is True
+    assert [(r.kind, r.name, r.first.thread, r.second.thread) for r in v.races] == \
+        [("read-after-write", f"s[{i}]", i, 4 + i) for i in range(4)]
+    html = panels.races_html([r.message() for r in v.races])
+    assert "4 data races" in html and "32-lane GPU" in html and "qg-warn" in html
+    assert panels.races_html([]) == ""
+    from types import SimpleNamespace
+
+    from qgpu.runtime import ModelRun
+
+    out = S.result_json(SimpleNamespace(engine="sparse", load_seconds=0.0), prep,
+                        ModelRun(ref.memory, 0, []), v)
+    assert out["exact"] is True and out["warnings"] == [r.message() for r in v.races]
+    assert [r["word"] for r in out["races"]] == [0, 1, 2, 3]
