@@ -7,7 +7,7 @@ never a mere "mismatch". ``python -m qgpu suite`` prints the table.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -47,13 +47,15 @@ def first_difference(expected: list[Any], got: list[Any]) -> str | None:
 
 @dataclass
 class Check:
-    """One kernel on one seed: the difference of each backend from the intent (None = exact)."""
+    """One kernel on one seed: the difference of each backend from the intent (None = exact),
+    and the race warnings of either interpreter (suite kernels are race-free by design)."""
 
     name: str
     seed: int
     ptx: str | None
     machine: str | None
     stats: dict[str, int]
+    races: list[str] = field(default_factory=list)
 
     @property
     def exact(self) -> bool:
@@ -72,16 +74,18 @@ def check_kernel(k: SuiteKernel, seed: int, module: CompiledModule | None = None
     kernel = module.kernel(k.name)
     diffs: dict[str, str | None] = {}
     stats: dict[str, int] = {}
+    races: list[str] = []
     for backend in ("ptx", "interp"):
         try:
             res = kernel.launch(grid=k.grid, block=k.block, args=args,
                                 dynamic_shared=k.dynamic_shared, backend=backend)
             diffs[backend] = first_difference(expected, res.args)
+            races += [f"{backend}: {w}" for w in res.warnings]
             if backend == "interp":
                 stats = dict(res.stats, **token_counts(k, kernel, args, res.trace))
         except QgpuError as e:
             diffs[backend] = f"{e.kind} error: {e.message}"
-    return Check(k.name, seed, diffs["ptx"], diffs["interp"], stats)
+    return Check(k.name, seed, diffs["ptx"], diffs["interp"], stats, races)
 
 
 def suite_launch(k: SuiteKernel, seed: int = 0) -> tuple[list[Any], Placement, tokens.Launch]:
@@ -104,7 +108,7 @@ def token_counts(k: SuiteKernel, kernel, args: list[Any], trace: list) -> dict[s
 def print_suite_report(names: list[str], seeds: int) -> int:
     """Print one line per kernel; exit status 1 if any kernel is not exact three ways."""
     kernels = [by_name(n) for n in names] if names else list(SUITE)
-    failures = 0
+    failures = racy = 0
     print(f"{'kernel':24} {'exact':>6} {'ROM':>4} {'instr':>5} {'blocks run':>10} {'spills':>6} "
           f"{'prompt':>6} {'generated':>9}")
     t0 = time.perf_counter()
@@ -119,8 +123,12 @@ def print_suite_report(names: list[str], seeds: int) -> int:
               f"{st.get('prompt_tokens', '-'):>6} {st.get('generated_tokens', '-'):>9}")
         for c in bad:
             print(f"    seed {c.seed}: ptx: {c.ptx or 'exact'}; machine: {c.machine or 'exact'}")
-    print(f"{len(kernels) - failures}/{len(kernels)} kernels exact on {seeds} seeds "
-          f"({time.perf_counter() - t0:.1f} s)")
+        racy += any(c.races for c in checks)
+        for c in checks:
+            for warning in c.races:
+                print(f"    seed {c.seed}: warning: {warning}")
+    print(f"{len(kernels) - failures}/{len(kernels)} kernels exact on {seeds} seeds, {racy} "
+          f"with race warnings ({time.perf_counter() - t0:.1f} s)")
     return 1 if failures else 0
 
 

@@ -16,6 +16,8 @@ def test_suite_kernel_is_exact_three_ways(kernel) -> None:
         check = check_kernel(kernel, seed)
         assert check.ptx is None, f"seed {seed}: PTX interpreter vs intent: {check.ptx}"
         assert check.machine is None, f"seed {seed}: machine vs intent: {check.machine}"
+        # race-free by design: barriers between warps, atomics for shared counters
+        assert not check.races, f"seed {seed}: {check.races[0]}"
 
 
 @pytest.mark.parametrize("compiler", ["nvcc", "clang"])
