@@ -286,7 +286,7 @@ def _build(ns: argparse.Namespace) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     """``python -m qgpu``: the exit status (0; 1: a check or suite that was not exact; 2: an
     error, reported as its kind and message, never a traceback; 130: interrupted; 141: stdout
-    closed, as a Unix tool killed by SIGPIPE)."""
+    closed, as a Unix tool killed by SIGPIPE; docs/ERRORS.md)."""
     argv = sys.argv[1:] if argv is None else argv
     want_json = "--json" in argv
     warnings: list[str] = []
@@ -317,6 +317,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _report(e: QgpuError, want_json: bool, warnings: list[str]) -> int:
+    """Print one error (the JSON object on stdout, else a line on stderr); exit status 2."""
     if want_json:
         error: dict[str, Any] = {"error": {"kind": e.kind, "message": e.message}}
         print(json.dumps({**error, "warnings": warnings} if warnings else error))
@@ -326,6 +327,7 @@ def _report(e: QgpuError, want_json: bool, warnings: list[str]) -> int:
 
 
 def _main(argv: list[str], warnings: list[str]) -> int:
+    """Parse and run one command; ``warnings`` collects the compiler's for the error object."""
     want_json = "--json" in argv
     try:
         ns = _build_parser().parse_args(argv)
@@ -356,7 +358,6 @@ def _main(argv: list[str], warnings: list[str]) -> int:
 
             if ns.command == "chat-eval" and ns.n is not None and ns.n < 1:
                 raise UsageError(f"--n must be at least 1, got {ns.n}")
-
             return run_calc(ns) if ns.command == "calc" else run_eval(ns)
         elif ns.command == "fuzz":
             from qgpu.suite.fuzz import run_command

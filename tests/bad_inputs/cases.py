@@ -282,6 +282,9 @@ CLI: list[tuple[str, list[str], str, str]] = [
     ("chat-eval-n-zero", ["chat-eval", "--set", "normal", "--model", "{w}", "--n", "0"],
      "usage", "--n must be at least 1"),
     ("chat-eval-no-model", ["chat-eval", "--set", "normal"], "usage", "--model"),
+    ("fuzz-n-zero", ["fuzz", "--n", "0"], "usage", "--n: must be at least 1"),
+    ("fuzz-seed-negative", ["fuzz", "--seed", "-1"], "usage", "--seed"),
+    ("fuzz-model-without-build", ["fuzz", "--backend", "model"], "usage", "needs --model"),
     # --- the command itself --------------------------------------------------------------------
     ("no-command", [], "usage", "required"),
     ("command-unknown", ["launch"], "usage", "invalid choice"),
