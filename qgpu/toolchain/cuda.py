@@ -28,6 +28,9 @@ from qgpu.errors import ArgumentTypeError, CompileError, QgpuError, ResourceErro
 from qgpu.toolchain import nvrtc_worker
 
 NVRTC_WHEEL = "nvidia-cuda-nvrtc==13.5.37"
+# The CUDA headers NVRTC does not ship: cuda_runtime.h and cooperative_groups.h (runtime), the
+# cuda/std headers cooperative_groups.h includes (cccl).
+HEADER_WHEELS = ("nvidia-cuda-runtime==13.5.37", "nvidia-cuda-cccl==13.3.5.0.6")
 COMPILERS = ("nvrtc", "nvcc", "clang")
 
 # No -default-device: a source that NVRTC accepts must also compile with nvcc and clang, which
@@ -241,6 +244,34 @@ def _missing_hint(name: str) -> str:
     return "put clang (LLVM, with the NVPTX target) on PATH or set QGPU_CLANG to it"
 
 
+# --- CUDA headers for NVRTC -----------------------------------------------------------------
+
+
+@functools.cache
+def cuda_include_dirs() -> tuple[str, ...]:
+    """Include directories with the CUDA headers users write (``cuda_runtime.h``,
+    ``cooperative_groups.h`` and the ``cuda/std`` headers it needs), from the pinned
+    ``nvidia-cuda-runtime`` and ``nvidia-cuda-cccl`` wheels (HEADER_WHEELS). NVRTC ships no
+    headers of its own, so without these ``#include <cooperative_groups.h>`` cannot be found;
+    nvcc uses its toolkit's. Empty when the wheels are not installed."""
+    spec = importlib.util.find_spec("nvidia")
+    if spec is None or spec.submodule_search_locations is None:
+        return ()
+    found: list[str] = []
+    for root in spec.submodule_search_locations:
+        for include in sorted(Path(root).glob("*/include"), reverse=True):
+            if (include / "cuda_runtime.h").is_file():
+                found.append(str(include))
+            if (include / "cccl" / "cuda" / "std").is_dir():
+                found.append(str(include / "cccl"))
+    return tuple(found)
+
+
+def nvrtc_include_options() -> tuple[str, ...]:
+    """``--include-path`` options for NVRTC (see cuda_include_dirs)."""
+    return tuple(f"--include-path={d}" for d in cuda_include_dirs())
+
+
 # --- NVRTC in a worker process --------------------------------------------------------------
 
 
@@ -315,7 +346,7 @@ class _Worker:
         return self.owner == os.getpid() and self.proc.poll() is None
 
     def compile(self, source: str, filename: str, time_limit: float) -> list[str]:
-        request = [source, filename, *NVRTC_OPTIONS]
+        request = [source, filename, *NVRTC_OPTIONS, *nvrtc_include_options()]
         return self._exchange(request, time_limit, f"compiling {filename}")
 
     def _exchange(self, request: list[str] | None, time_limit: float, what: str) -> list[str]:
