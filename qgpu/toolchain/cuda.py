@@ -121,6 +121,7 @@ def compile_cuda(source: str, *, filename: str = "kernel.cu", compiler: str = "a
         raise ArgumentTypeError(f"time_limit must be a positive number of seconds, got "
                                 f"{time_limit!r:.80}")
     source = check_source(source, filename)
+    check_includes(source, filename)
     if compiler == "auto":
         for name in COMPILERS:
             tool = _discover(name)
@@ -176,6 +177,37 @@ def check_source(source: str, filename: str) -> str:
         raise CompileError(f"{_place(source, nul, filename)}: a NUL character (byte offset "
                            f"{len(source[:nul].encode())}); a CUDA source is text")
     return source
+
+
+_COMMENT_OR_LITERAL = re.compile(r"""
+    (?P<comment>/\*.*?(\*/|\Z)|//[^\n]*)
+  | R"(?P<delim>[^()\\\s]{0,16})\(.*?\)(?P=delim)"|"(\\.|[^"\\\n])*"?|'(\\.|[^'\\\n])*'?
+""", re.X | re.S)
+_DIRECTIVE = re.compile(r"^[ \t]*(\#|%:)[ \t]*(?P<name>\w+)(?P<rest>[^\n]*)", re.M)
+_HEADER = re.compile(r"<(?!/)(?![^>]*(^|/)\.\.(/|>))[\w.+/-]+>")
+
+
+def check_includes(source: str, filename: str) -> None:
+    """Only the CUDA headers may be included: every ``#include`` names a header in angle
+    brackets by a relative path without ``..``. A quoted, absolute or computed include is a
+    CompileError naming its line: a source is compiled on its own, and on a server (the app)
+    an include of any other file would show that file's lines in the compiler's errors.
+    Directives are read as the preprocessor reads them: continued lines spliced, comments
+    blanked (string literals kept), ``%:`` for ``#``."""
+    splices = [m.start() for m in re.finditer(r"\\\r?\n", source)]
+    text = re.sub(r"\\\r?\n", "", source)
+    text = _COMMENT_OR_LITERAL.sub(
+        lambda m: re.sub(r"[^\n]", " ", m.group()) if m.group("comment") else m.group(), text)
+    for m in _DIRECTIVE.finditer(text):
+        name, operand = m.group("name"), m.group("rest").strip()
+        if name in ("include", "include_next", "import", "embed") \
+                and not (name == "include" and _HEADER.fullmatch(operand)):
+            at = m.start("name")
+            at += sum(1 for i, pos in enumerate(splices) if pos - i <= at)  # back to source
+            raise CompileError(
+                f"{_place(source, at, filename)}: #{name} {operand[:60]}: only the CUDA "
+                f"headers can be included, as #include <name.h> (a source is compiled on its "
+                f"own: paste what a local header holds into the source)")
 
 
 def _place(source: str, index: int, filename: str) -> str:

@@ -161,3 +161,42 @@ def test_committed_suite_ptx_matches_the_pinned_nvrtc() -> None:
         pytest.skip(f"NVRTC {version} here; the suite PTX is pinned to {build_ptx.PINNED_NVRTC}")
     assert build_ptx.differences(build_ptx.expected_ptx()) == [], \
         "run python -m qgpu.suite.build_ptx"
+
+
+INCLUDES_KEPT = [
+    "#include <cuda_runtime.h>\n#include <cooperative_groups.h>\n  #  include <cuda/std/cstdint>",
+    'const char *s = "#include \\"/etc/passwd\\"";',  # in a string: no directive
+    '// #include "/etc/passwd"\n/* #include "x"\n#include "y" */ int b;',  # in comments
+    "#include <x.h> // a trailing comment",
+    'int a; /* c */ #include "x"',  # not first on its line: no directive (the compiler errs)
+]
+INCLUDES_REJECTED = [
+    ('#include "/etc/hostname"', 1), ("#include </etc/passwd>", 1),
+    ("#include <../../etc/passwd>", 1), ("#include <a/../../b.h>", 1),
+    ('#define F "/etc/passwd"\n#include F', 2),  # computed
+    ('#/**/include "x.h"', 1), ('%:include "x.h"', 1),  # a comment inside, a digraph
+    ("#include_next <x.h>", 1), ('#embed "/etc/passwd"', 1),
+    ('int x;\n#in\\\nclude "/etc/passwd"', 2), ('#include\\\n "/etc/passwd"', 1),  # spliced
+    ('/* c */ #include "x"', 1), ('  #include "kernel.cuh"', 1),
+]
+
+
+@pytest.mark.parametrize("source", INCLUDES_KEPT)
+def test_the_cuda_headers_may_be_included(source: str) -> None:
+    cuda.check_includes(source, "k.cu")
+
+
+@pytest.mark.parametrize(("source", "line"), INCLUDES_REJECTED)
+def test_no_other_file_can_be_included(source: str, line: int) -> None:
+    """A server compiles users' sources (the app): an include of one of its files would show
+    that file's lines in the compiler's errors, so only headers in angle brackets by a relative
+    path are let through, read as the preprocessor reads directives."""
+    with pytest.raises(CompileError, match=rf"^k\.cu:{line}:\d+: #\w+ .*only the CUDA headers"):
+        cuda.check_includes(source, "k.cu")
+
+
+def test_compiling_an_include_of_a_server_file_says_why_without_its_lines() -> None:
+    with pytest.raises(CompileError) as err:
+        cuda.compile_cuda('#include "/etc/hostname"\n__global__ void k() {}', filename="k.cu")
+    assert "only the CUDA headers" in err.value.message
+    assert "could not compile" not in err.value.message  # refused before any compiler ran
