@@ -36,7 +36,7 @@ from qgpu.app.recording import Recording, Snapshot
 from qgpu.chat.calc import Launcher, LaunchRecord, suite_source
 from qgpu.chat.session import Chat, ChatOptions
 from qgpu.chat.toolcalls import OPEN, split_reasoning
-from qgpu.driver import SUITE_DIR, place_arguments
+from qgpu.driver import SUITE_DIR
 from qgpu.errors import QgpuError
 
 if TYPE_CHECKING:
@@ -332,7 +332,7 @@ class _TurnLaunches:
             if call is not None and call.name == "cuda_launch" else ""
         if not source and (SUITE_DIR / f"{kernel.name}.cu").is_file():
             source = suite_source(kernel.name)
-        place = place_arguments(kernel.ptx.params, args)
+        place = kernel.place(args)
         rec = new_recording(launch, kernel.name, params_of(kernel, place, args, source),
                             self.cuda.new_run_id())
         x = ChatLaunch(0, call.title if call is not None else "", what, kernel.name, source,

@@ -27,7 +27,7 @@ from typing import Any, Protocol
 from qgpu.chat.errors import ArithmeticFault
 from qgpu.chat.expression import Node, format_expression, parse
 from qgpu.chat.plan import Step, Value, check, children, data, plan_step, shape
-from qgpu.driver import SUITE_DIR, Kernel, load_ptx, place_arguments, read_back
+from qgpu.driver import SUITE_DIR, Kernel, load_ptx, read_back
 from qgpu.errors import LaunchError, UsageError
 
 BACKENDS = ("interp", "model")
@@ -142,7 +142,7 @@ class Launcher:
         from qgpu import protocol as T
 
         grid, block = tuple(grid), tuple(block)
-        place = place_arguments(kernel.ptx.params, args)
+        place = kernel.place(args)
         launch = T.Launch.checked(kernel.program, grid, block, place, dynamic_shared)
         t0 = time.perf_counter()
         exact = None

@@ -250,3 +250,24 @@ def test_cli_calc(capsys) -> None:
         assert json.loads(capsys.readouterr().out)["error"]["kind"] == kind
     assert main(["calc", "1", "--model", "x", "--json"]) == 2
     assert json.loads(capsys.readouterr().out)["error"]["kind"] == "usage"
+
+
+TABLE_KERNEL = """
+__constant__ int table[4] = {10, 20, 30, 40};
+extern "C" __global__ void lookup(const int *idx, int *out) {
+    out[threadIdx.x] = table[idx[threadIdx.x] & 3];
+}
+"""
+
+
+def test_a_model_written_kernel_is_placed_as_the_driver_places_it() -> None:
+    """cuda_launch's kernels go through Kernel.place: module variables (a __constant__ table)
+    are laid out, and an integer for a pointer parameter is refused, naming it."""
+    from qgpu.driver import compile_source
+    from qgpu.errors import UsageError
+
+    kernel = compile_source(TABLE_KERNEL).kernel("lookup")
+    record = Launcher().launch(kernel, (1, 1), (4, 1), [[3, 2, 1, 0], {"zeros": 4}], "lookup")
+    assert record.result[1] == [40, 30, 20, 10]
+    with pytest.raises(UsageError, match="pointer"):
+        Launcher().launch(kernel, (1, 1), (4, 1), [[3, 2, 1, 0], 5], "lookup")
