@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The whole kernel suite on the merged model (tiny base, the GPU circuit for the Qwen3.5-2B
 # layer shapes), checked: every generated token, every circuit layer at every token, every
-# global word — in float32 and in bfloat16, BATCH launches side by side. Meant for a CUDA
-# device (DEVICE=cuda, the default); on a 2-core CPU a stock-path decode step of 8 launches
-# took ~2.8 s (~91k generated tokens in all: many hours).
+# global word — in float32 and in bfloat16, BATCH launches side by side on the sparse engine.
+# Meant for a CUDA device (DEVICE=cuda, the default; bench/engine_gpu.sh calls it there); on
+# this 2-core CPU each dtype takes ~16 min of CPU (docs/suite_on_model.md, DEVICE=cpu).
 # Needs torch, transformers and diskcache (requirements.txt). On a machine without network,
 # install wheels brought along in .whl/ first:
 #     python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl
