@@ -27,6 +27,7 @@ EVERY_FEATURE = (
     | {"Assign", "Store", "If", "else", "Loop", "loop", "unrolled_loop", "nested_loop",
        "BreakIf", "break", "continue", "Shuffle", "Exchange", "SharedAtomic", "GlobalAtomic",
        "atomic.old", "Barrier", "leaf.var", "leaf.const", "leaf.ctr", "leaf.own", "leaf.old",
+       "StoreSub.8", "StoreSub.16", "leaf.own8", "leaf.own16",
        "warps>1", "warps=1", "blocks>1", "blocks=1", "2d", "partial_warp"}
     | {f"atom.{a}" for a in ("tid", "tx", "ty", "gid", "lane", "warp", "bx", "by", "ntx", "nbx",
                              "n")}
@@ -88,7 +89,7 @@ def test_the_minimiser_shrinks_an_injected_interpreter_bug(monkeypatch, chunk: i
     small, _ = minimise(p, still_fails, chunk=chunk)
     statements, nodes = size(small)
     assert size(p) > (statements, nodes)
-    assert statements <= 2 and nodes <= 4, small.source()
+    assert statements <= 3 and nodes <= 5, small.source()  # a variable may keep popc unfolded
     assert "__popc" in small.source()
     assert small.grid == (1, 1) and small.threads <= 4
     assert still_fails([small]) == [True]
@@ -103,10 +104,10 @@ def test_cli_prints_the_summary_last_and_exits_by_divergences(capsys) -> None:
 
 def test_cli_reports_a_divergence_minimised(capsys, monkeypatch) -> None:
     monkeypatch.setattr(interp, "alu", _popc_off_by_one)
-    assert main(["fuzz", "--n", "4", "--seed", "3"]) == 1
+    assert main(["fuzz", "--n", "5", "--seed", "4"]) == 1  # program 4 computes a popc
     out = capsys.readouterr().out
     assert "divergence: program" in out and "minimised from" in out and "__popc" in out
-    assert out.splitlines()[-1].startswith("4 programs, ") and out.endswith(" divergences\n")
+    assert out.splitlines()[-1].startswith("5 programs, ") and out.endswith(" divergences\n")
 
 
 @pytest.mark.parametrize("argv", [

@@ -12,6 +12,7 @@ from qgpu.suite.fuzz.program import (
     BLOCK,
     COMMUTATIVE,
     DIRECT_DIV,
+    LOADS,
     MASK,
     OPS,
     SHUFFLES,
@@ -31,6 +32,7 @@ from qgpu.suite.fuzz.program import (
     Shuffle,
     Stmt,
     Store,
+    StoreSub,
     Word,
     const,
     uniformity,
@@ -38,6 +40,7 @@ from qgpu.suite.fuzz.program import (
 
 MAX_LOOP_DEPTH = 2
 MAX_OUTPUT_WORDS = 80  # of the 127 usable global words; inputs and atomic words take the rest
+SUBWORD_OUTPUT_WORDS = 40  # with the bytes and halves arrays (a quarter and a half word a thread)
 CMP = ("eq", "ne", "lt", "le", "gt", "ge", "lo", "hs")
 SHAPES_2D = ((2, 2), (4, 2), (2, 4), (3, 3), (4, 4), (8, 2), (2, 8), (4, 3), (3, 4), (5, 3))
 
@@ -96,10 +99,12 @@ class _Gen:
             threads = r.choice((4, 8, 12, 16)) if r.random() < 0.7 else r.randint(1, 16)
             block = (threads, 1)
         grid = r.choice(self.size.grids)
-        while grid[0] * grid[1] * block[0] * block[1] > MAX_OUTPUT_WORDS:
+        self.subword = r.random() < 0.35
+        limit = SUBWORD_OUTPUT_WORDS if self.subword else MAX_OUTPUT_WORDS
+        while grid[0] * grid[1] * block[0] * block[1] > limit:
             grid = (1, 1) if grid[1] > 1 else (grid[0] - 1, 1)
         total = grid[0] * grid[1] * block[0] * block[1]
-        slots = self.slots = r.randint(1, max(1, min(3, MAX_OUTPUT_WORDS // total)))
+        slots = self.slots = r.randint(1, max(1, min(3, limit // total)))
         self.shuffles = block[0] * block[1] % 4 == 0
         self.nvars = r.randint(2, 5)
         words = self.acc_words = self.words()
@@ -147,6 +152,8 @@ class _Gen:
         kinds = {"assign": 8, "store": 2, "if": 3, "atomic": 2}
         if depth < MAX_LOOP_DEPTH:
             kinds["loop"] = 2
+        if self.subword:
+            kinds["substore"] = 1.5
         if ctx >= WARP and self.shuffles:
             kinds["shuffle"] = 2
         if ctx == BLOCK:
@@ -188,6 +195,8 @@ class _Gen:
             op = r.choice((*COMMUTATIVE, "inc", "dec"))
             value = const(r.randint(0, 20)) if op in ("inc", "dec") else x(2, THREAD, counters)
             return SharedAtomic(var, op, self.value(), value)
+        if kind == "substore":
+            return StoreSub(r.choice((8, 16)), x(2, THREAD, counters))
         if kind == "barrier":
             return Barrier()
         return self.atomic(counters)
@@ -227,15 +236,18 @@ class _Gen:
         if level == THREAD:
             options += [E("var", imm=v) for v in range(self.nvars)] * 3
             options.append(E("own", imm=0))
+            if self.subword:
+                options += [E("own8"), E("own16")]
         return r.choice(options)
 
     def expr(self, depth: int, level: int, counters: dict[int, int], old: bool = False) -> E:
         r = self.rng
         if depth <= 0 or r.random() < 0.35:
             if not old and r.random() < 0.1:
-                return E("load", (self.expr(1, level, counters),))
+                load = r.choice(("load", "load", "load8", "load16"))
+                return E(load, (self.expr(1, level, counters),))
             return self.leaf(level, counters, old)
-        op = r.choice([o for o in OPS if o != "load"])
+        op = r.choice([o for o in OPS if o not in LOADS])
         if op in DIRECT_DIV:
             if self.divisions >= self.size.divisions or r.random() < 0.5:
                 divisor = const(self.value() if r.random() < 0.3 else r.randint(1, 40))

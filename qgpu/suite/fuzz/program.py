@@ -6,7 +6,8 @@ minimiser does to it, so that any difference between backends is a bug:
 * all arithmetic is on ``unsigned`` (no signed overflow); signed operations cast; shift amounts
   are masked; division and remainder by a value go through helpers that never divide by zero or
   ``INT_MIN / -1``; loop bounds are capped at 4 when rendered;
-* each thread writes only its own output slots (``out[gid * SLOTS + k]``); shared memory is used
+* each thread writes only its own output slots (``out[gid * SLOTS + k]``, ``bytes[gid]``,
+  ``halves[gid]``: neighbouring threads' bytes share a word, as CUDA allows); shared memory is used
   only in self-contained units that start and end with a barrier (an exchange through ``sh``, a
   shared atomic on ``sa``), which the generator places only where control flow is uniform across
   the thread block; shuffles only where it is uniform across the warp and every warp is full;
@@ -62,9 +63,13 @@ OPS: dict[str, tuple[int, str]] = {
     "fshlc": (3, "__funnelshift_lc({0}, {1}, {2})"),
     "fshrc": (3, "__funnelshift_rc({0}, {1}, {2})"),
     "load": (1, "in[({0}) & {imask}u]"),
+    "load8": (1, "(unsigned)((const unsigned char*)in)[({0}) & {bmask}u]"),
+    "load16": (1, "(unsigned)((const short*)in)[({0}) & {hmask}u]"),
 }  # fmt: skip
-# Leaves: const (value), var (v<i>), ctr (i<d>: a loop counter), own (out[base + k]), old (an
-# atomic's old value), and the atoms below with their uniformity.
+LOADS = ("load", "load8", "load16")
+# Leaves: const (value), var (v<i>), ctr (i<d>: a loop counter), own (out[base + k]), own8 and
+# own16 (the thread's byte and halfword, bytes[gid] and halves[gid]), old (an atomic's old
+# value), and the atoms below with their uniformity.
 ATOMS: dict[str, tuple[str, int]] = {
     "tid": ("tid", THREAD), "tx": ("threadIdx.x", THREAD), "ty": ("threadIdx.y", THREAD),
     "gid": ("gid", THREAD), "lane": ("(tid & 3u)", THREAD), "warp": ("(tid >> 2)", WARP),
@@ -128,7 +133,7 @@ def uniformity(e: E, counters: dict[int, int]) -> int:
         return ATOMS[str(e.imm)][1]
     if e.op == "ctr":
         return counters[int(e.imm)]
-    if e.op in ("var", "own", "old"):
+    if e.op in ("var", "own", "own8", "own16", "old"):
         return THREAD
     return min((uniformity(k, counters) for k in e.kids), default=BLOCK)
 
@@ -147,6 +152,15 @@ class Store:
     """``out[base + slot] = value``: the thread's own output word."""
 
     slot: int
+    value: E
+
+
+@dataclass(frozen=True)
+class StoreSub:
+    """``bytes[gid] = (unsigned char)value`` (`bits` 8) or ``halves[gid] = (unsigned short)
+    value`` (16): a sub-word store whose word other threads' stores share."""
+
+    bits: int
     value: E
 
 
@@ -221,8 +235,8 @@ class Barrier:
     pass
 
 
-Stmt = Assign | Store | If | Loop | BreakIf | Shuffle | Exchange | SharedAtomic | GlobalAtomic | \
-    Barrier
+Stmt = Assign | Store | StoreSub | If | Loop | BreakIf | Shuffle | Exchange | SharedAtomic | \
+    GlobalAtomic | Barrier
 
 
 @dataclass(frozen=True)
@@ -259,12 +273,25 @@ class Program:
     def blocks(self) -> int:
         return self.grid[0] * self.grid[1]
 
+    @property
+    def subword(self) -> tuple[bool, bool]:
+        """Whether the kernel has the ``bytes`` and the ``halves`` array."""
+        found = {type(s).__name__ + str(getattr(s, "bits", "")) for s in walk(self.body)}
+        for s in walk(self.body):
+            found |= {x.op for e in exprs(s) for x in nodes(e)}
+        return ("StoreSub8" in found or "own8" in found,
+                "StoreSub16" in found or "own16" in found)
+
     def args(self) -> list:
         """The launch's arguments in the driver's JSON form (int32 words)."""
         s32 = [v - (1 << 32) if v >> 31 else v for v in self.inputs]
         acc = [v - (1 << 32) if v >> 31 else v for v in self.acc_init]
         n = self.n - (1 << 32) if self.n >> 31 else self.n
-        return [s32, {"zeros": self.threads * self.blocks * self.slots}, acc, n]
+        total = self.threads * self.blocks
+        bytes_, halves = self.subword
+        return [s32, {"zeros": total * self.slots}, acc, n,
+                *([{"zeros": -(-total // 4)}] if bytes_ else []),
+                *([{"zeros": -(-total // 2)}] if halves else [])]
 
     def source(self) -> str:
         """The CUDA source of the kernel."""
@@ -294,7 +321,7 @@ def children(s: Stmt) -> tuple[tuple[Stmt, ...], ...]:
 
 def exprs(s: Stmt) -> list[E]:
     """The expressions a statement holds directly."""
-    if isinstance(s, (Assign, Store)):
+    if isinstance(s, (Assign, Store, StoreSub)):
         return [s.value]
     if isinstance(s, (If, BreakIf)):
         return [s.cond]
@@ -313,7 +340,7 @@ def exprs(s: Stmt) -> list[E]:
 
 def with_exprs(s: Stmt, new: list[E]) -> Stmt:
     """`s` with its direct expressions replaced (the order of ``exprs``)."""
-    if isinstance(s, (Assign, Store, SharedAtomic)):
+    if isinstance(s, (Assign, Store, StoreSub, SharedAtomic)):
         return replace(s, value=new[0])
     if isinstance(s, (If, BreakIf)):
         return replace(s, cond=new[0])
@@ -349,6 +376,8 @@ def features(p: Program) -> set[str]:
             out.add(f"atomic.{w.kind}.{w.op}")
             if s.use:
                 out.add("atomic.old")
+        elif isinstance(s, StoreSub):
+            out.add(f"StoreSub.{s.bits}")
         elif isinstance(s, BreakIf):
             out.add("continue" if s.cont else "break")
         elif isinstance(s, If) and s.orelse:
@@ -384,7 +413,8 @@ class _Render:
     def __init__(self, p: Program) -> None:
         self.p = p
         self.helpers: set[str] = set()
-        self.imask = len(p.inputs) - 1
+        self.masks = {"imask": len(p.inputs) - 1, "bmask": 4 * len(p.inputs) - 1,
+                      "hmask": 2 * len(p.inputs) - 1}
 
     def expr(self, e: E) -> str:
         if e.op == "const":
@@ -395,6 +425,8 @@ class _Render:
             return f"i{e.imm}"
         if e.op == "own":
             return f"out[base + {e.imm}]"
+        if e.op in ("own8", "own16"):
+            return f"(unsigned){'bytes' if e.op == 'own8' else 'halves'}[gid]"
         if e.op == "old":
             return "o"
         if e.op == "atom":
@@ -409,7 +441,7 @@ class _Render:
                 text = f"({cast}{args[0]} {DIRECT_DIV[e.op]} {cast}{args[1]})"
                 return text if e.op[0] == "u" else f"(unsigned){text}"
             self.helpers.add(e.op)
-        return OPS[e.op][1].format(*args, imask=self.imask)
+        return OPS[e.op][1].format(*args, **self.masks)
 
     def body(self, stmts: tuple[Stmt, ...], ind: str) -> list[str]:
         out: list[str] = []
@@ -423,6 +455,9 @@ class _Render:
             return [f"{ind}v{s.var} = {x(s.value)};"]
         if isinstance(s, Store):
             return [f"{ind}out[base + {s.slot}] = {x(s.value)};"]
+        if isinstance(s, StoreSub):
+            name, ty = ("bytes", "unsigned char") if s.bits == 8 else ("halves", "unsigned short")
+            return [f"{ind}{name}[gid] = ({ty}){x(s.value)};"]
         if isinstance(s, If):
             lines = [f"{ind}if ({x(s.cond)}) {{", *self.body(s.then, ind + "  ")]
             if s.orelse:
@@ -498,7 +533,10 @@ def render(p: Program) -> str:
     if variables:
         head.append("  unsigned " + ", ".join(f"v{v} = {_hex(p.inits[v])}" for v in variables)
                     + ";")
+    bytes_, halves = p.subword
+    params = ("const unsigned* in, unsigned* out, unsigned* acc, unsigned n"
+              + (", unsigned char* bytes" if bytes_ else "")
+              + (", unsigned short* halves" if halves else ""))
     lines = [HELPERS[h] for h in sorted(r.helpers)]
-    lines += ['extern "C" __global__ void fuzz(const unsigned* in, unsigned* out, unsigned* acc, '
-              "unsigned n) {", *head, *body, "}"]
+    lines += [f'extern "C" __global__ void fuzz({params}) {{', *head, *body, "}"]
     return "\n".join(lines) + "\n"
