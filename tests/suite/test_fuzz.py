@@ -12,7 +12,7 @@ from qgpu.suite.fuzz import features, fuzz, generate, minimise, outcomes_of
 from qgpu.suite.fuzz.generate import SMALL
 from qgpu.suite.fuzz.minimise import size
 from qgpu.suite.fuzz.program import ATOMIC_CALL, COMMUTATIVE, OPS, SHUFFLES, UPDATE
-from qgpu.suite.fuzz.run import Rejections, prepare, signature
+from qgpu.suite.fuzz.run import Outcome, Rejections, prepare, signature
 
 CI_PROGRAMS = 300
 
@@ -120,6 +120,28 @@ def test_cli_reports_a_divergence_minimised(capsys, monkeypatch) -> None:
 ])
 def test_cli_bad_arguments_exit_2(argv: list[str]) -> None:
     assert main(argv) == 2
+
+
+def test_a_model_divergence_is_reported_and_minimised_in_batches(monkeypatch, capsys) -> None:
+    """The model's path without a model: a stand-in that 'diverges' on every program with a
+    popc; the minimiser sends its candidates in batches of --batch."""
+    import qgpu.suite.fuzz as fuzz_package
+
+    batches: list[int] = []
+
+    def fake_run_model(gpu, cases) -> None:
+        batches.append(len(cases))
+        for c in cases:
+            bad = "__popc" in c.program.source()
+            c.outcomes["model"] = Outcome(None, "diverged: at token 3") if bad \
+                else c.outcomes["interp"]
+
+    monkeypatch.setattr(fuzz_package, "run_model", fake_run_model)
+    found = fuzz(6, 4, gpu=object(), batch=4)
+    out = capsys.readouterr().out
+    assert found > 0 and out.splitlines()[-1] == f"6 programs, {found} divergences"
+    assert "model: error diverged: at token 3" in out and "minimised from" in out
+    assert max(batches) == 4 and batches.count(4) > 2
 
 
 def test_fuzz_on_the_model(gpu, capsys) -> None:
