@@ -89,7 +89,8 @@ def test_the_minimiser_shrinks_an_injected_interpreter_bug(monkeypatch, chunk: i
     small, _ = minimise(p, still_fails, chunk=chunk)
     statements, nodes = size(small)
     assert size(p) > (statements, nodes)
-    assert statements <= 3 and nodes <= 5, small.source()  # a variable may keep popc unfolded
+    # NVRTC folds a popc of a constant: a variable or a comparison may have to stay around it
+    assert statements <= 3 and nodes <= 8, small.source()
     assert "__popc" in small.source()
     assert small.grid == (1, 1) and small.threads <= 4
     assert still_fails([small]) == [True]
@@ -104,10 +105,12 @@ def test_cli_prints_the_summary_last_and_exits_by_divergences(capsys) -> None:
 
 def test_cli_reports_a_divergence_minimised(capsys, monkeypatch) -> None:
     monkeypatch.setattr(interp, "alu", _popc_off_by_one)
-    assert main(["fuzz", "--n", "5", "--seed", "4"]) == 1  # program 4 computes a popc
+    seed = next(s for s in range(20) if prepare(s, 0, Rejections()).divergent)
+    assert main(["fuzz", "--n", "2", "--seed", str(seed)]) == 1
     out = capsys.readouterr().out
-    assert "divergence: program" in out and "minimised from" in out and "__popc" in out
-    assert out.splitlines()[-1].startswith("5 programs, ") and out.endswith(" divergences\n")
+    assert f"divergence: program 0 of seed {seed}" in out and "minimised from" in out
+    assert "__popc" in out
+    assert out.splitlines()[-1] in ("2 programs, 1 divergences", "2 programs, 2 divergences")
 
 
 @pytest.mark.parametrize("argv", [

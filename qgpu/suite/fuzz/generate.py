@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from qgpu.suite.fuzz.program import (
     ATOMIC_CALL,
@@ -135,7 +135,9 @@ class _Gen:
                 op = r.choice(tuple(ATOMIC_CALL))
                 a = r.randint(0, 20) if op in ("inc", "dec") else self.value()
                 out.append(Word(kind, op, a, self.value()))
-        return tuple(out)
+        targets = [i for i, w in enumerate(out) if w.kind == "comm"]
+        return tuple(replace(w, use=(r.choice(targets), self.expr(2, THREAD, {}, old=True)))
+                     if w.kind == "fixed" and r.random() < 0.6 else w for w in out)
 
     # --- statements -----------------------------------------------------------------------
     def block(self, ctx: int, counters: dict[int, int], depth: int, count: int) -> list[Stmt]:
@@ -205,12 +207,8 @@ class _Gen:
         r = self.rng
         w = r.randrange(len(self.acc_words))
         word = self.acc_words[w]
-        if word.kind == "fixed":
-            use = None
-            targets = [i for i, t in enumerate(self.acc_words) if t.kind == "comm"]
-            if r.random() < 0.6:
-                use = (r.choice(targets), self.expr(2, THREAD, counters, old=True))
-            return GlobalAtomic(w, const(0), use)
+        if word.kind == "fixed":  # its operand is the word's constant
+            return GlobalAtomic(w, const(0))
         return GlobalAtomic(w, self.expr(2, THREAD, counters))
 
     # --- expressions ----------------------------------------------------------------------

@@ -17,13 +17,13 @@ from qgpu.suite.fuzz.program import (
     BreakIf,
     E,
     Exchange,
-    GlobalAtomic,
     If,
     Loop,
     Program,
     SharedAtomic,
     Shuffle,
     Stmt,
+    Word,
     const,
     exprs,
     walk,
@@ -90,6 +90,11 @@ def candidates(p: Program) -> Iterator[Program]:
         yield replace(p, body=body)
     for body in _expr_bodies(p.body):
         yield replace(p, body=body)
+    for i, w in enumerate(p.words):
+        if w.use is not None:
+            yield _with_word(p, i, replace(w, use=None))
+            for f in _exprs(w.use[1]):
+                yield _with_word(p, i, replace(w, use=(w.use[0], f)))
     for i, v in enumerate(p.inits):
         if v:
             yield replace(p, inits=p.inits[:i] + (0,) + p.inits[i + 1:])
@@ -101,6 +106,10 @@ def candidates(p: Program) -> Iterator[Program]:
     for i, v in enumerate(p.acc_init):
         if v:
             yield replace(p, acc_init=p.acc_init[:i] + (0,) + p.acc_init[i + 1:])
+
+
+def _with_word(p: Program, i: int, w: Word) -> Program:
+    return replace(p, words=p.words[:i] + (w,) + p.words[i + 1:])
 
 
 def _bodies(body: tuple[Stmt, ...]) -> Iterator[tuple[Stmt, ...]]:
@@ -133,8 +142,6 @@ def _unwraps(s: Stmt) -> Iterator[tuple[Stmt, ...]]:
             yield (replace(s, bound=const(1)),)
     elif isinstance(s, (Shuffle, Exchange, SharedAtomic)):
         yield (Assign(s.var, s.value),)
-    elif isinstance(s, GlobalAtomic) and s.use is not None:
-        yield (replace(s, use=None),)
 
 
 def _no_counter(s: Stmt, depth: int) -> Stmt:

@@ -13,7 +13,8 @@ minimiser does to it, so that any difference between backends is a bug:
   the thread block; shuffles only where it is uniform across the warp and every warp is full;
 * every global atomic word has one operation: a commutative one (any operand: the final word
   does not depend on the order), or a fixed operand (the sequence of old values does not
-  either, so their use ``acc[w2] op= f(old)`` with a commutative ``op`` is deterministic too),
+  either, so when *every* atomic on the word feeds its old value into ``acc[w2] op= f(old)``,
+  one `f` and a commutative ``op`` for the word, that is deterministic too: the word's `use`),
   or a compare-and-swap loop applying a commutative update.
 
 The minimiser only removes statements, unwraps branches and loops into their (at least as
@@ -222,12 +223,11 @@ class SharedAtomic:
 
 @dataclass(frozen=True)
 class GlobalAtomic:
-    """An atomic on ``acc[word]`` with the word's operation (Program.words); for a fixed-operand
-    word, `use` (with a word of a commutative operation) adds ``f(old)`` to that word."""
+    """An atomic on ``acc[word]`` with the word's operation and use of the old value
+    (Program.words)."""
 
     word: int
     value: E
-    use: tuple[int, E] | None = None
 
 
 @dataclass(frozen=True)
@@ -243,12 +243,15 @@ Stmt = Assign | Store | StoreSub | If | Loop | BreakIf | Shuffle | Exchange | Sh
 class Word:
     """A global atomic word's one operation: `kind` commutative (any operand), fixed (the
     constant operands `a`, `b`: cas compares with a and stores b) or casloop (a CAS loop
-    applying the commutative `op`)."""
+    applying the commutative `op`). A fixed word's `use` (word w2, f) makes every atomic on it
+    apply ``f(old)`` to commutative word w2: all of them, or which old value meets which `f`
+    (and whether it counts) would depend on the order the atomics ran in."""
 
     kind: str
     op: str
     a: int = 0
     b: int = 0
+    use: tuple[int, E] | None = None
 
 
 @dataclass(frozen=True)
@@ -334,7 +337,7 @@ def exprs(s: Stmt) -> list[E]:
     if isinstance(s, SharedAtomic):
         return [s.value]
     if isinstance(s, GlobalAtomic):
-        return [s.value] + ([s.use[1]] if s.use else [])
+        return [s.value]
     return []
 
 
@@ -351,7 +354,7 @@ def with_exprs(s: Stmt, new: list[E]) -> Stmt:
     if isinstance(s, Exchange):
         return replace(s, value=new[0], index=new[1])
     if isinstance(s, GlobalAtomic):
-        return replace(s, value=new[0], use=(s.use[0], new[1]) if s.use else None)
+        return replace(s, value=new[0])
     return s
 
 
@@ -365,8 +368,10 @@ def features(p: Program) -> set[str]:
     """What a program exercises: statement kinds, operators, atomic kinds, shuffle modes, launch
     traits (the coverage test asserts every one appears)."""
     out: set[str] = set()
+    found: list[E] = []
     for s in walk(p.body):
         out.add(type(s).__name__)
+        found += exprs(s)
         if isinstance(s, Shuffle):
             out.add(f"shfl.{s.mode}")
         elif isinstance(s, SharedAtomic):
@@ -374,8 +379,9 @@ def features(p: Program) -> set[str]:
         elif isinstance(s, GlobalAtomic):
             w = p.words[s.word]
             out.add(f"atomic.{w.kind}.{w.op}")
-            if s.use:
+            if w.use:
                 out.add("atomic.old")
+                found.append(w.use[1])
         elif isinstance(s, StoreSub):
             out.add(f"StoreSub.{s.bits}")
         elif isinstance(s, BreakIf):
@@ -386,13 +392,12 @@ def features(p: Program) -> set[str]:
             out.add("unrolled_loop" if s.unroll else "loop")
             if any(isinstance(t, Loop) for t in walk(s.body)):
                 out.add("nested_loop")
-        for e in exprs(s):
-            for x in nodes(e):
-                out.add(f"op.{x.op}" if x.op in OPS else f"leaf.{x.op}")
-                if x.op == "atom":
-                    out.add(f"atom.{x.imm}")
-                if x.op in DIRECT_DIV and x.kids[1].op == "const":
-                    out.add(f"op.{x.op}.const")
+    for x in (x for e in found for x in nodes(e)):
+        out.add(f"op.{x.op}" if x.op in OPS else f"leaf.{x.op}")
+        if x.op == "atom":
+            out.add(f"atom.{x.imm}")
+        if x.op in DIRECT_DIV and x.kids[1].op == "const":
+            out.add(f"op.{x.op}.const")
     out.add("warps>1" if p.threads > 4 else "warps=1")
     out.add("blocks>1" if p.blocks > 1 else "blocks=1")
     if p.block[1] > 1 or p.grid[1] > 1:
@@ -498,9 +503,9 @@ class _Render:
                     f"{ind}}}"]
         value = _hex(w.a) if w.kind == "fixed" else self.expr(s.value)
         call = ATOMIC_CALL[w.op].format(w=word, v=value, v2=_hex(w.b))
-        if s.use is None:
+        if w.use is None:
             return [f"{ind}{call};"]
-        target, f = s.use
+        target, f = w.use
         use = ATOMIC_CALL[self.p.words[target].op].format(w=f"acc[{target}]", v=self.expr(f))
         return [f"{ind}{{", f"{ind}  unsigned o = {call};", f"{ind}  {use};", f"{ind}}}"]
 
