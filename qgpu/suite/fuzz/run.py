@@ -67,8 +67,9 @@ def signature(outcomes: dict[str, Outcome]) -> tuple:
     seen: list[tuple | None] = []
     out = []
     for name, o in outcomes.items():
-        if o.error:  # its kind and the message's first words ("launch: shuffle source lane")
-            out.append((name, " ".join(o.error.split()[:3])))
+        if o.error:  # its kind and first plain words: "launch: shuffle source lane is"
+            kind, message = o.error.split(":", 1)
+            out.append((name, " ".join([kind] + [w for w in message.split() if w.isalpha()][:4])))
             continue
         if o.args not in seen:
             seen.append(o.args)
