@@ -130,3 +130,32 @@ def test_byte_permutes_and_byte_dot_products():
         assert out[4 * i:4 * i + 4] == [word(both[0:4]), word([both[7], both[6], both[5],
                                         both[4]]), word([both[3], both[2], both[1], both[0]]),
                                         word(by((dot + udot) & 0xFFFFFFFF))]
+
+
+PARAMS = """
+extern "C" __global__ void param_parts(int *out, unsigned n, unsigned m, signed char c,
+                                       unsigned char u, short s, unsigned short us, size_t big) {
+    out[0] = (n >> 16) & 7u;
+    out[1] = m >> 24;
+    out[2] = c * 3 + s;
+    out[3] = u + us;
+    out[4] = (int)(big >> 32);
+    out[5] = (int)(big >> 3);
+}
+"""
+
+
+def test_parts_of_parameters_and_char_and_short_parameters():
+    """NVRTC loads `n >> 16` as the upper halfword of the parameter, and char/short parameters
+    as bytes and halfwords: each is the part of the parameter's word it names."""
+    from .both import module
+
+    loads = [line for line in module(PARAMS).ptx.splitlines() if "ld.param" in line]
+    assert any("+2]" in x for x in loads) and any(".s8" in x for x in loads), loads
+    for n, c, u, s, us, big in [(0x12345678, -3, 200, -300, 60000, 1000000),
+                                (0xFFFFFFFF, -128, 255, -32768, 65535, 2**31 - 1),
+                                (0, 127, 0, 32767, 0, 0)]:
+        args = [{"zeros": 6}, n, n ^ 0x80000000, c, u, s, us, big]
+        out = run_both(PARAMS, None, args, block=(1,)).args[0]
+        assert out == [n >> 16 & 7, (n ^ 0x80000000) >> 24,
+                       c * 3 + s, u + us, 0, big >> 3]

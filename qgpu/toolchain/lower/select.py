@@ -1239,14 +1239,7 @@ class Selector:
         space = self.space(ins)
         addr = ins.operands[1]
         if space == "param":
-            d = self.dest(ins.operands[0])
-            if not isinstance(addr, Addr) or not isinstance(addr.base, Sym) or addr.offset \
-                    or addr.base.name not in self.params:
-                raise self.fail("parameter loads must name a whole parameter")
-            ptype = self.kernel.params[self.params[addr.base.name]].type
-            if type_bits(ptype) < 32:
-                raise self.fail("parameters narrower than 32 bits (char/short) are not supported")
-            self.emit(Op.LD, d, ZERO, imm=4 * self.params[addr.base.name], mod=Space.PARAM)
+            self.load_param(ins)
             return
         mod = Space.GLOBAL if space == "global" else Space.SHARED
         bits = type_width(ins.mods[-1])
@@ -1325,6 +1318,31 @@ class Selector:
             if direct:
                 return
             parts = [(words[k * size // 4], k * bits % 32) for k in range(len(items))]
+        self.extend_elements(items, parts, bits, signed)
+
+    def load_param(self, ins: Instr) -> None:
+        """ld.param: the parameter's word, or a part of it (NVRTC loads `n >> 16` as the upper
+        halfword of `n`, a char parameter as a byte). The machine passes one word a parameter;
+        a 64-bit one holds 0..2^31-1 (a pointer, a 32-bit address), so its upper word is 0."""
+        addr = ins.operands[1]
+        if not isinstance(addr, Addr) or not isinstance(addr.base, Sym) \
+                or addr.base.name not in self.params:
+            raise self.fail("parameter loads must name a parameter")
+        bits = type_width(ins.mods[-1])
+        d = self.dest(ins.operands[0])
+        if addr.offset >= 4:
+            self.emit(Op.ADD, d, ZERO, imm=0, bi=True)
+            return
+        word = d if bits >= 32 else self.new_vreg()
+        self.emit(Op.LD, word, ZERO, imm=4 * self.params[addr.base.name], mod=Space.PARAM)
+        if bits < 32:
+            self.extend_elements([ins.operands[0]], [(word, 8 * addr.offset)], bits,
+                                 ins.mods[-1].startswith("s"))
+
+    def extend_elements(self, items: list[Reg | None], parts: list[tuple[int, int]], bits: int,
+                        signed: bool) -> None:
+        """Each item's register gets its element: ``bits`` bits at bit ``at`` of ``word``, sign-
+        or zero-extended (a 16-bit register is kept zero-extended)."""
         for item, (word, at) in zip(items, parts, strict=True):
             if item is None:
                 continue

@@ -522,7 +522,7 @@ class _Launch:
         assert isinstance(addr, Addr)
         if space == "param":
             assert isinstance(addr.base, Sym)
-            value = self.params[addr.base.name] & _mask(type_width(ty))
+            value = self.params[addr.base.name] >> 8 * addr.offset & _mask(type_width(ty))
             write = self.writer(ops[0], ty)
 
             def load_param(lanes: list[int]) -> None:

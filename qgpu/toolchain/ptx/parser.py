@@ -34,6 +34,7 @@ from qgpu.toolchain.ptx.ast import (
     SpecialReg,
     Sym,
     Vec,
+    type_width,
 )
 
 _TOKEN = re.compile(
@@ -1038,9 +1039,11 @@ class _BodyParser:
         if space == "param":
             if not isinstance(addr.base, Sym) or addr.base.name not in self.param_names:
                 raise bad("ld.param must name one of this kernel's parameters")
-            if addr.offset:
-                raise _unsupported(ins.line, f"`{ins.text}` (a load at an offset inside a "
-                                   "parameter)", "pass scalars and pointers only")
+            param = next(prm for prm in self.params if prm.name == addr.base.name)
+            size = type_width(ins.type) // 8
+            if addr.offset % size or not 0 <= addr.offset <= type_width(param.type) // 8 - size:
+                raise bad(f"a {size}-byte load at offset {addr.offset} is not an aligned part of "
+                          f"the {type_width(param.type) // 8}-byte parameter `{param.name}`")
         elif isinstance(addr.base, Sym):
             names = self.shared_names() if space == "shared" else self.module_globals
             if addr.base.name not in names:
