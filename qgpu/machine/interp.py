@@ -205,8 +205,11 @@ class _Launch:
         ptx = f" (PTX `{ins.comment}`)" if ins.comment else ""
         return f"B{pc} slot {slot} `{format_instr(replace(ins, comment=''))}`{ptx}"
 
-    def _undefined(self, what: str, w: _Warp, lane: int, ins: Instr | Term) -> LaunchError:
-        return LaunchError(f"read of {what} before any write in this thread block at "
+    def _undefined(self, what: str, w: _Warp, lane: int, ins: Instr | Term,
+                   computed: bool = True) -> LaunchError:
+        """``computed``: ``what`` may hold a value computed from an undefined one."""
+        how = " (or of a value computed from such a read)" if computed else ""
+        return LaunchError(f"read of {what} before any write in this thread block{how} at "
                            f"{self._where(w, lane, ins)}")
 
     def _need_regs(self, w: _Warp, lanes: list[int], need: int, ins: Instr) -> None:
@@ -345,34 +348,43 @@ class _Launch:
         if not lanes:
             return
         op, R = ins.op, w.regs
-        # operands are read by every executing lane before any lane writes
-        self._need_regs(w, lanes, _own_reads(ins), ins)
-        if op == Op.SEL:
-            self._need_pred(w, lanes, ins.c, ins)
-        elif op == Op.PLOP:
-            self._need_pred(w, lanes, ins.a, ins)
-            self._need_pred(w, lanes, ins.b, ins)
+        # Operands are read by every executing lane before any lane writes. What reaches
+        # memory, an address, another lane, a guard or a branch must be defined; an undefined
+        # value flows through arithmetic, comparisons, selects and spill slots into undefined
+        # results (docs/ISA.md §1).
+        reads = _own_reads(ins)
         if accesses_memory(ins):
+            local = mem_space(ins) == Space.LOCAL
+            self._need_regs(w, lanes, _address_reads(ins) if local else reads, ins)
             self._memory(w, lanes, ins, slot, regs_w, mem_w)
             return
         if op == Op.SHFL:
+            self._need_regs(w, lanes, reads, ins)
             results = self._shuffle(w, lanes, ins, mask)
         elif op == Op.SETP:
             for ln, v in [(ln, _compare(ins.mod, R[ln][ins.a], _operand_b(ins, R[ln])))
                           for ln in lanes]:
                 w.preds[ln][ins.d] = v
-                w.pred_def[ln] |= 1 << ins.d
+                if reads & ~w.reg_def[ln]:
+                    w.pred_def[ln] &= ~(1 << ins.d)
+                else:
+                    w.pred_def[ln] |= 1 << ins.d
                 preds_w[(ln, ins.d)] = v
             return
         elif op == Op.PLOP:
+            both = 1 << ins.a | 1 << ins.b
             for ln, v in [(ln, _plop(ins, w.preds[ln])) for ln in lanes]:
                 w.preds[ln][ins.d] = v
-                w.pred_def[ln] |= 1 << ins.d
+                if both & ~w.pred_def[ln]:
+                    w.pred_def[ln] &= ~(1 << ins.d)
+                else:
+                    w.pred_def[ln] |= 1 << ins.d
                 preds_w[(ln, ins.d)] = v
             return
         elif op == Op.S2R:
             results = [self._sreg(ins.mod, w, ln) for ln in lanes]
         elif op == Op.LD:  # param space
+            self._need_regs(w, lanes, reads, ins)
             results = []
             for ln in lanes:
                 addr = (R[ln][ins.a] + ins.imm) & MASK32
@@ -386,9 +398,20 @@ class _Launch:
         else:
             results = [alu(op, R[ln][ins.a], _operand_b(ins, R[ln]), R[ln][ins.c]) for ln in lanes]
         if ins.d:
+            bit = 1 << ins.d
             for ln, v in zip(lanes, results, strict=False):
                 R[ln][ins.d] = v & MASK32
-                w.reg_def[ln] |= 1 << ins.d
+                if op == Op.SEL:  # the selector and the operand it selects are read
+                    taken = w.preds[ln][ins.c] != bool(ins.mod & 1)
+                    used = 1 << ins.a if taken else 0 if ins.bi else 1 << ins.b
+                    if not w.pred_def[ln] >> ins.c & 1:
+                        used = ~0
+                else:
+                    used = reads
+                if ins.undefined or used & ~w.reg_def[ln]:
+                    w.reg_def[ln] &= ~bit
+                else:
+                    w.reg_def[ln] |= bit
                 regs_w.pop((ln, ins.d), None)
                 regs_w[(ln, ins.d)] = (slot, v & MASK32)
 
@@ -440,29 +463,31 @@ class _Launch:
             store, name = None, "local"
             idx = [self._window("local", a, limits.LOCAL_WORDS * 4, w, ln, ins)
                    for a, ln in zip(addrs, lanes, strict=False)]
+        value = ins.c if ins.mod & INDEXED else ins.b  # a store's value register
         if store is not None:
             site = w.pc * limits.BLOCK_SLOTS + slot
             race_op = self.race_ops[site]
             base = w.index * limits.WARP_LANES
-            value = ins.c if ins.mod & INDEXED else ins.b  # a store's value register
             self.races.access(race_op, store is self.mem,
                               [(base + ln, i) for ln, i in zip(lanes, idx, strict=False)], site,
                               race_op == WRITE and all(store[i] == R[ln][value]
                                                        for ln, i in zip(lanes, idx, strict=False)))
 
         def cell_get(ln: int, i: int) -> int:
-            if store is None:
-                if not w.local_def[ln] >> i & 1:
-                    raise self._undefined(f"local memory word {i} (address {4 * i})", w, ln, ins)
+            if store is None:  # a spill slot: an undefined word reloads as an undefined value
                 return w.local[ln][i]
             if name == "shared" and not self.shared_def >> i & 1:
-                raise self._undefined(f"shared memory word {i} (address {4 * i})", w, ln, ins)
+                raise self._undefined(f"shared memory word {i} (address {4 * i})", w, ln, ins,
+                                     computed=False)
             return store[i]
 
         def cell_set(ln: int, i: int, v: int) -> None:
             if store is None:
                 w.local[ln][i] = v
-                w.local_def[ln] |= 1 << i
+                if w.reg_def[ln] >> value & 1:
+                    w.local_def[ln] |= 1 << i
+                else:
+                    w.local_def[ln] &= ~(1 << i)
                 key = (name, ln * limits.LOCAL_WORDS * 4 + i * 4)
             else:
                 store[i] = v
@@ -486,9 +511,12 @@ class _Launch:
                 cell_set(ln, i, atomic(ins.mod, old, R[ln][ins.b], R[ln][ins.c]))
                 results.append(old)
         if ins.d:
-            for ln, v in zip(lanes, results, strict=False):
+            for ln, v, i in zip(lanes, results, idx, strict=False):
                 R[ln][ins.d] = v
-                w.reg_def[ln] |= 1 << ins.d
+                if store is None and not w.local_def[ln] >> i & 1:
+                    w.reg_def[ln] &= ~(1 << ins.d)
+                else:
+                    w.reg_def[ln] |= 1 << ins.d
                 regs_w[(ln, ins.d)] = (slot, v)
 
     def _terminate(self, w: _Warp, blk: Block, mask: int) -> None:
@@ -552,6 +580,11 @@ def _race_op(ins: Instr) -> int:
 
 
 @lru_cache(maxsize=4096)
+def _address_reads(ins: Instr) -> int:
+    """Bit mask of the registers a memory access's address is made of."""
+    return 1 << ins.a | (1 << ins.b if ins.mod & INDEXED and ins.op in (Op.LD, Op.ST) else 0)
+
+
 def _own_reads(ins: Instr) -> int:
     """Bit mask of the registers an executing lane reads itself (a SHFL reads register a of its
     source lane instead, checked there)."""

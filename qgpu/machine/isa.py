@@ -197,6 +197,9 @@ class Instr:
     mod: int = 0
     guard: int = NO_GUARD
     comment: str = field(default="", compare=False)
+    # writes 0 where CUDA leaves the value undefined (toolchain/lower/undefined.py): the model
+    # computes with the 0, the interpreter treats the register as undefined
+    undefined: bool = field(default=False, compare=False)
 
     def __post_init__(self) -> None:
         for name in ("d", "a", "b", "c"):

@@ -254,8 +254,8 @@ def test_register_written_only_by_the_first_thread_block_is_undefined_in_the_sec
     with pytest.raises(LaunchError) as err:
         run(prog, block=(1, 1), grid=(2, 1))
     assert err.value.message == (
-        "read of r5 before any write in this thread block at test, block B1 in "
-        "`st.global [r2+0], r5`, blockIdx=(1,0), threadIdx=(0,0)")
+        "read of r5 before any write in this thread block (or of a value computed from such a "
+        "read) at test, block B1 in `st.global [r2+0], r5`, blockIdx=(1,0), threadIdx=(0,0)")
     # the same kernel writing r5 in every thread block runs
     assert run(per_block_value(imm(Op.ADD, 5, 0, 7)), block=(1, 1),
                grid=(2, 1)).memory[1:3] == [7, 7]
@@ -291,7 +291,8 @@ def test_shared_atomic_reads_the_old_word() -> None:
 
 
 def test_local_memory_is_per_thread_and_undefined_until_written() -> None:
-    # lane 0 alone stores local word 2; then every lane loads it: lane 1 has never written it
+    # lane 0 alone stores local word 2; then every lane loads it: lane 1 has never written it,
+    # and loads an undefined value (a spill slot may hold one), which it then stores
     def prog(guard: int) -> Program:
         return program(
             block((Instr(Op.S2R, 1, mod=SReg.TID_X), imm(Op.SETP, 0, 1, 0, mod=Cmp.EQ),
@@ -304,20 +305,17 @@ def test_local_memory_is_per_thread_and_undefined_until_written() -> None:
     with pytest.raises(LaunchError) as err:
         run(prog(guard_code(0)), block=(2, 1))
     assert err.value.message == (
-        "read of local memory word 2 (address 8) before any write in this thread block at test, "
-        "block B2 in `ld.local r5, [r0+8]`, blockIdx=(0,0), threadIdx=(1,0)")
+        "read of r5 before any write in this thread block (or of a value computed from such a "
+        "read) at test, block B3 in `st.global [r2+0], r5`, blockIdx=(0,0), threadIdx=(1,0)")
     assert run(prog(NO_GUARD), block=(2, 1)).memory[1:3] == [0, 1]
 
 
 @pytest.mark.parametrize("ins,what", [
-    (imm(Op.ADD, 2, 3, 1), "r3"),
-    (Instr(Op.MAD, 2, 0, 0, 6), "r6"),  # c is read by mad
     (Instr(Op.ST, 0, 1, 4, mod=Space.GLOBAL), "r4"),  # the stored value
+    (Instr(Op.LD, 2, 3, mod=Space.SHARED), "r3"),  # an address
     (Instr(Op.LD, 2, 1, 7, mod=Space.GLOBAL | INDEXED), "r7"),  # the index
     (Instr(Op.ATOMG, 2, 1, 0, 8, mod=Atom.CAS), "r8"),  # cas reads c
     (imm(Op.ADD, 2, 0, 1, guard=guard_code(1)), "p1"),  # the guard
-    (imm(Op.SEL, 2, 0, 1, c=2), "p2"),
-    (Instr(Op.PLOP, 0, 3, 0, mod=PredOp.OR), "p3"),
     (Instr(Op.SHFL, 2, 9, imm=0, bi=True, c=0b0011, mod=Shfl.BFLY), "r9 of source lane 0"),
 ])
 def test_each_operand_read_before_write_is_named(ins: Instr, what: str) -> None:
@@ -327,8 +325,55 @@ def test_each_operand_read_before_write_is_named(ins: Instr, what: str) -> None:
     with pytest.raises(LaunchError) as err:
         run(prog, block=(1, 1), allocations=[(4, 16)])
     assert err.value.message.startswith(
-        f"read of {what} before any write in this thread block at test, block B0 in "
+        f"read of {what} before any write in this thread block (or of a value computed from "
+        f"such a read) at test, block B0 in "
         f"`{format_instr(ins)}`, blockIdx=(0,0), threadIdx=(0,0)")
+
+
+UNDEFINED_R2 = ("read of r2 before any write in this thread block (or of a value computed from "
+                "such a read) at test, block B{} in `st.global [r1+0], r2`")
+
+
+def one_per_block(*instrs: Instr) -> Program:
+    """Each instruction in a block of its own, run in order."""
+    n = len(instrs)
+    return program(*(block((ins,), Term(TermKind.JMP, i + 1) if i + 1 < n else EXIT)
+                     for i, ins in enumerate(instrs)))
+
+
+@pytest.mark.parametrize("compute", [
+    (imm(Op.ADD, 2, 3, 1),),  # r3 was never written
+    (Instr(Op.MAD, 2, 0, 0, 6),),  # c is read by mad
+    (Instr(Op.ADD, 2, 0, imm=0, bi=True, undefined=True),),  # the lowering's marked 0
+    (imm(Op.SEL, 2, 3, 1, c=0),),  # p0 is true: SEL takes r3
+    (imm(Op.SETP, 1, 3, 0, mod=Cmp.EQ), imm(Op.SEL, 2, 0, 1, c=1)),  # an undefined predicate
+    (Instr(Op.PLOP, 1, 3, 0, mod=PredOp.OR), imm(Op.SEL, 2, 0, 1, c=1)),  # p3 never written
+    (Instr(Op.ST, 0, 0, 3, imm=4, mod=Space.LOCAL),  # a spill slot keeps it undefined
+     Instr(Op.LD, 2, 0, imm=4, mod=Space.LOCAL)),
+])
+def test_an_undefined_value_flows_into_results_and_stops_the_launch_where_it_is_stored(
+        compute: tuple[Instr, ...]) -> None:
+    """Computing from an undefined register is no error (PTX may do it where the value cannot
+    matter); the result is undefined, and storing it is the error."""
+    first = (Instr(Op.LD, 1, 0, mod=Space.PARAM), imm(Op.SETP, 0, 0, 0, mod=Cmp.EQ))
+    store = Instr(Op.ST, 0, 1, 2, mod=Space.GLOBAL)
+    with pytest.raises(LaunchError) as err:
+        run(one_per_block(*first, *compute, store), block=(1, 1))
+    at = len(first) + len(compute)
+    assert err.value.message.startswith(UNDEFINED_R2.format(at)), err.value.message
+    run(one_per_block(*first, *compute), block=(1, 1))  # without the store: no error
+    rewritten = (*first, *compute, imm(Op.ADD, 2, 0, 7), store)
+    assert run(one_per_block(*rewritten), block=(1, 1)).memory[1] == 7
+
+
+def test_sel_reads_only_the_operand_it_selects() -> None:
+    # p0 = true; r2 = p0 ? 5 : r3 (r3 never written) takes 5; negated (mod 1) it takes r3
+    prog = [one_per_block(Instr(Op.LD, 1, 0, mod=Space.PARAM), imm(Op.SETP, 0, 0, 0, mod=Cmp.EQ),
+                          imm(Op.ADD, 4, 0, 5), Instr(Op.SEL, 2, 4, 3, c=0, mod=negate),
+                          Instr(Op.ST, 0, 1, 2, mod=Space.GLOBAL)) for negate in (0, 1)]
+    assert run(prog[0], block=(1, 1)).memory[1] == 5
+    with pytest.raises(LaunchError, match=r"^read of r2 before any write"):
+        run(prog[1], block=(1, 1))
 
 
 @pytest.mark.parametrize("ins", [
@@ -367,7 +412,8 @@ def test_branch_reads_its_predicate_only_in_active_lanes() -> None:
     with pytest.raises(LaunchError) as err:
         run(prog(Term(TermKind.JMP, 1)))
     assert err.value.message == (
-        "read of p1 before any write in this thread block at test, block B1 in "
+        "read of p1 before any write in this thread block (or of a value computed from such a "
+        "read) at test, block B1 in "
         "`bra p1 ? B2 : B3`, blockIdx=(0,0), threadIdx=(0,0)")
 
 

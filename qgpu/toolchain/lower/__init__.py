@@ -6,6 +6,7 @@ from qgpu.machine.isa import Program
 from qgpu.toolchain.lower.layout import layout, remove_dead_code, simplify_cfg
 from qgpu.toolchain.lower.regalloc import allocate, insert_spill_code
 from qgpu.toolchain.lower.select import select_kernel
+from qgpu.toolchain.lower.undefined import zero_undefined
 from qgpu.toolchain.ptx.ast import Kernel, Module
 
 
@@ -16,6 +17,7 @@ def lower_kernel(kernel: Kernel, module: Module, three_d: bool = False) -> Progr
     fn = select_kernel(kernel, module, three_d)
     simplify_cfg(fn)
     remove_dead_code(fn)
+    zero_undefined(fn)
     alloc = allocate(fn)
     insert_spill_code(fn, alloc)
     blocks = layout(fn, alloc)

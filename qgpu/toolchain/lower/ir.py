@@ -30,6 +30,7 @@ class VInstr:
     guard: tuple[int, bool] | None = None
     line: int = 0  # PTX source line, for error messages
     comment: str = ""
+    undefined: bool = False  # Instr.undefined
 
     def reg_uses(self) -> list[int]:
         """Virtual registers read (without the zero register)."""

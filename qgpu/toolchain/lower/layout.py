@@ -359,7 +359,8 @@ def _machine_instr(v: VInstr, alloc: Allocation) -> Instr:
         else:
             fields[name] = val
     guard = 0 if v.guard is None else guard_code(alloc.preds[v.guard[0]], v.guard[1])
-    return Instr(v.op, imm=v.imm, bi=v.bi, mod=v.mod, guard=guard, comment=v.comment, **fields)
+    return Instr(v.op, imm=v.imm, bi=v.bi, mod=v.mod, guard=guard, comment=v.comment,
+                 undefined=v.undefined, **fields)
 
 
 def _is_self_move(ins: Instr) -> bool:

@@ -249,7 +249,13 @@ class _Launch:
         self.nthreads = self.bx * self.by * self.bz
         self.tids = [(t % self.bx, t // self.bx % self.by, t // (self.bx * self.by))
                      for t in range(self.nthreads)]
+        # A register absent from a thread's dict is undefined: never written in this thread
+        # block, or computed from such a value. Arithmetic, comparisons, selects and moves
+        # pass undefined values on (the threads whose operand was undefined in the instruction
+        # running are in undefined_now); memory, addresses, shuffles, guards and branches
+        # need defined ones (docs/ISA.md §1).
         self.regs: list[dict[str, int]] = []
+        self.undefined_now: set[int] = set()
         self.shared: list[int] = []
         self.shared_written: list[bool] = []
         self.cfg = build_cfg(kernel)
@@ -359,20 +365,26 @@ class _Launch:
                 return
             elif run is not None:
                 run(lanes)
+                self.undefined_now.clear()
 
     def fault(self, ins: Instr, t: int, why: str) -> LaunchError:
         return LaunchError(f"line {ins.line}: `{ins.text}`: {why} (block ctaid="
                            f"{_xyz(self.ctaid)}, thread tid={_xyz(self.tids[t])})")
 
-    def undefined(self, ins: Instr, t: int, what: str) -> LaunchError:
-        return self.fault(ins, t, f"read of {what} before any write in this thread block")
+    def undefined(self, ins: Instr, t: int, what: str, computed: bool = True) -> LaunchError:
+        """``computed``: ``what`` may hold a value computed from an undefined one."""
+        how = " (or of a value computed from such a read)" if computed else ""
+        return self.fault(ins, t, f"read of {what} before any write in this thread block{how}")
 
     # -- operands -----------------------------------------------------------------------
     def reg_width(self, name: str) -> int:
         return type_width(self.kernel.reg_types[name])
 
-    def reader(self, ins: Instr, op: Operand, width: int) -> Callable[[int], int]:
-        """Closure reading ``op`` of ``ins`` for thread t as an unsigned ``width``-bit pattern."""
+    def reader(self, ins: Instr, op: Operand, width: int,
+               flows: bool = False) -> Callable[[int], int]:
+        """Closure reading ``op`` of ``ins`` for thread t as an unsigned ``width``-bit pattern.
+        An undefined register stops the launch, unless ``flows``: then the value is undefined
+        and so is what the instruction writes for t (``self.undefined_now``)."""
         m = _mask(width)
         if isinstance(op, Reg):
             name = op.name
@@ -382,7 +394,10 @@ class _Launch:
                 try:
                     value = self.regs[t][name]
                 except KeyError:
-                    raise self.undefined(ins, t, name) from None
+                    if not flows:
+                        raise self.undefined(ins, t, name) from None
+                    self.undefined_now.add(t)
+                    return 0
                 return (value ^ flip) & m
 
             return read
@@ -418,6 +433,9 @@ class _Launch:
         fill = rm & ~tm if is_signed(ptx_type) and rw > tw else 0
 
         def write(t: int, value: int) -> None:
+            if t in self.undefined_now:  # computed from an undefined value: undefined too
+                self.regs[t].pop(name, None)
+                return
             value &= tm
             if fill and value >> (tw - 1):
                 value |= fill
@@ -455,7 +473,8 @@ class _Launch:
         width = type_width(ins.type)
         if isinstance(src, Vec):
             part = width // len(src.items)
-            readers = [self.reader(ins, x, part) for x in src.items]  # type: ignore[arg-type]
+            readers = [self.reader(ins, x, part, flows=True)
+                       for x in src.items]  # type: ignore[union-attr]
             write = self.writer(dst, ins.type)
 
             def pack(lanes: list[int]) -> None:
@@ -465,7 +484,7 @@ class _Launch:
             return pack
         assert isinstance(dst, Vec)
         part = width // len(dst.items)
-        read = self.reader(ins, src, width)
+        read = self.reader(ins, src, width, flows=True)
         writes = [self.writer(x, f"b{part}") for x in dst.items]
 
         def split(lanes: list[int]) -> None:
@@ -479,8 +498,18 @@ class _Launch:
     def decode_alu(self, ins: Instr) -> _Run:
         ops = ins.operands
         fn, out_type, widths = _semantics(ins.opcode, ins.mods, len(ops) - 1)
-        readers = [self.reader(ins, o, width) for o, width in zip(ops[1:], widths, strict=True)]
+        readers = [self.reader(ins, o, width, flows=True)
+                   for o, width in zip(ops[1:], widths, strict=True)]
         write = self.writer(ops[0], out_type)
+        if ins.opcode in ("selp", "slct"):  # the selector, then only the operand it selects
+            ra, rb, rc = readers
+            takes_a = _takes_first[ins.opcode]
+
+            def select(lanes: list[int]) -> None:
+                for t in lanes:
+                    write(t, ra(t) if takes_a(rc(t)) else rb(t))
+
+            return select
 
         def run(lanes: list[int]) -> None:
             for t in lanes:
@@ -494,8 +523,8 @@ class _Launch:
         w = type_width(ty)
         signed = is_signed(ty) and cmp in ("lt", "le", "gt", "ge")
         compare = _COMPARE[cmp]
-        ra, rb = self.reader(ins, ins.operands[1], w), self.reader(ins, ins.operands[2], w)
-        rc = self.reader(ins, ins.operands[3], 1) if combine else None
+        ra, rb = (self.reader(ins, ins.operands[k], w, flows=True) for k in (1, 2))
+        rc = self.reader(ins, ins.operands[3], 1, flows=True) if combine else None
         dst = ins.operands[0]
         write_p = self.writer(dst.first if isinstance(dst, Pair) else dst, "pred")
         write_q = self.writer(dst.second, "pred") if isinstance(dst, Pair) else None
@@ -547,7 +576,8 @@ class _Launch:
             if is_global:
                 return self.mem[i]
             if not self.shared_written[i]:
-                raise self.undefined(ins, t, f"shared memory word {i} (address {4 * i})")
+                raise self.undefined(ins, t, f"shared memory word {i} (address {4 * i})",
+                                     computed=False)
             return self.shared[i]
 
         def put(i: int, value: int) -> None:
@@ -792,12 +822,17 @@ def _identity(a: int) -> int:
     return a
 
 
+# whether selp / slct take their first operand, given the selector
+_takes_first: dict[str, Callable[[int], bool]] = {"selp": bool,
+                                                  "slct": lambda c: _sx(c, 32) >= 0}
+
+
 def _select(a: int, b: int, c: int) -> int:
     return a if c else b
 
 
 def _slct(a: int, b: int, c: int) -> int:
-    return a if _sx(c, 32) >= 0 else b
+    return a if _takes_first["slct"](c) else b
 
 
 _SIMPLE: dict[str, Callable[[int], Callable[..., int]]] = {

@@ -242,7 +242,7 @@ def test_register_written_only_in_the_first_block_is_undefined_in_the_second():
         per_block("@%p1 mov.u32 %r2, 7;")
     assert err.value.message == (
         "line 18: `st.global.u32 [%rd3], %r2`: read of %r2 before any write in this thread "
-        "block (block ctaid=(1,0), thread tid=(0,0))")
+        "block (or of a value computed from such a read) (block ctaid=(1,0), thread tid=(0,0))")
     assert per_block("mov.u32 %r2, 7;") == [7, 7]
 
 
@@ -261,14 +261,24 @@ def test_shared_word_written_only_in_the_first_block_is_undefined_in_the_second(
 @pytest.mark.parametrize("first,what", [
     ("@%p2 mov.u32 %r2, 1;", "%p2"),  # a guard
     ("@%p2 bra $L__skip;\n    mov.u32 %r2, 1;\n$L__skip:", "%p2"),  # a branch
-    ("selp.b32 %r2, 1, 2, %p3;", "%p3"),
-    ("add.s32 %r2, %r5, 1;", "%r5"),
     ("shfl.sync.idx.b32 %r2, %r6, 0, 0x1c1f, -1;", "%r6 of source lane 0"),
+    # computing from an undefined value is no error; storing the result is
+    ("selp.b32 %r2, 1, 2, %p3;", "%r2"),
+    ("add.s32 %r2, %r5, 1;", "%r2"),
+    ("setp.eq.s32 %p2, %r5, 0;\n    selp.b32 %r2, 1, 2, %p2;", "%r2"),
+    ("cvt.u64.u32 %rd3, %r5;\n    cvt.u32.u64 %r2, %rd3;", "%r2"),
 ])
 def test_reading_before_writing_names_the_register(first: str, what: str):
     with pytest.raises(LaunchError, match=f"read of {what} before any write in this thread block "
-                       r"\(block ctaid=\(0,0\)"):
+                       r"\(or of a value computed from such a read\) \(block ctaid=\(0,0\)"):
         per_block(first)
+
+
+def test_selp_reads_only_the_operand_it_selects():
+    # %p1 holds in block 0 only: there selp takes 7, in block 1 the never-written %r5
+    assert per_block("selp.b32 %r2, 7, %r5, %p1;\n    mov.u32 %r2, 5;") == [5, 5]
+    with pytest.raises(LaunchError, match=r"^line 18: .*read of %r2 .*ctaid=\(1,0\)"):
+        per_block("selp.b32 %r2, 7, %r5, %p1;")
 
 
 def test_lanes_whose_guard_is_false_read_nothing():
