@@ -365,7 +365,7 @@ class _Launch:
             for ln, v in [(ln, _compare(ins.mod, R[ln][ins.a], _operand_b(ins, R[ln])))
                           for ln in lanes]:
                 w.preds[ln][ins.d] = v
-                if reads & ~w.reg_def[ln]:
+                if ins.undefined or reads & ~w.reg_def[ln]:
                     w.pred_def[ln] &= ~(1 << ins.d)
                 else:
                     w.pred_def[ln] |= 1 << ins.d

@@ -348,6 +348,7 @@ def one_per_block(*instrs: Instr) -> Program:
     (imm(Op.SEL, 2, 3, 1, c=0),),  # p0 is true: SEL takes r3
     (imm(Op.SETP, 1, 3, 0, mod=Cmp.EQ), imm(Op.SEL, 2, 0, 1, c=1)),  # an undefined predicate
     (Instr(Op.PLOP, 1, 3, 0, mod=PredOp.OR), imm(Op.SEL, 2, 0, 1, c=1)),  # p3 never written
+    (imm(Op.SETP, 1, 0, 0, mod=Cmp.NE, undefined=True), imm(Op.SEL, 2, 0, 1, c=1)),  # marked
     (Instr(Op.ST, 0, 0, 3, imm=4, mod=Space.LOCAL),  # a spill slot keeps it undefined
      Instr(Op.LD, 2, 0, imm=4, mod=Space.LOCAL)),
 ])

@@ -57,21 +57,23 @@ def test_a_value_that_reaches_memory_is_an_error_on_both_naming_the_store():
 
 
 def test_registers_read_before_any_write_on_some_path_get_a_marked_zero():
-    # B0: v1 = 1; p0 = v1 == 0; bra p0 ? B1 : B2.  B1: v2 = 5 (only here); v3 = 7 guarded.
-    # B2: v4 = v2 + v3 + v1
+    # B0: v1 = 1; p0 = v1 == 0; bra p0 ? B1 : B2.  B1: v2 = 5 and p1 = v2 == 5 (only here);
+    # v3 = 7 guarded.  B2: v4 = v2 + v3 + v1; v4 = p1 ? v4 : 0
     fn = IRFunction("k", [
         IRBlock("entry", [VInstr(Op.ADD, 1, ZERO, imm=1, bi=True),
                           VInstr(Op.SETP, 0, 1, imm=0, bi=True, mod=Cmp.EQ)],
                 VTerm(TermKind.BRA, 1, 2, pred=0)),
         IRBlock("then", [VInstr(Op.ADD, 2, ZERO, imm=5, bi=True),
+                         VInstr(Op.SETP, 1, 2, imm=5, bi=True, mod=Cmp.EQ),
                          VInstr(Op.ADD, 3, ZERO, imm=7, bi=True, guard=(0, False))],
                 VTerm(TermKind.JMP, 2)),
-        IRBlock("join", [VInstr(Op.ADD, 4, 2, 3), VInstr(Op.ADD, 4, 4, 1)],
+        IRBlock("join", [VInstr(Op.ADD, 4, 2, 3), VInstr(Op.ADD, 4, 4, 1),
+                         VInstr(Op.SEL, 4, 4, imm=0, bi=True, c=1)],
                 VTerm(TermKind.EXIT)),
     ], num_params=0, static_shared_bytes=0, dynamic_shared_offset=0, param_is_pointer=(),
-        num_vregs=5, num_vpreds=1)
-    assert zero_undefined(fn) == [2, 3]  # v1 is written first on every path
+        num_vregs=5, num_vpreds=2)
+    assert zero_undefined(fn) == ([2, 3], [1])  # v1 and p0 are written first on every path
     entry = fn.blocks[0].instrs
-    assert [(i.op, i.d, i.imm, i.undefined) for i in entry[:2]] == [(Op.ADD, 2, 0, True),
-                                                                    (Op.ADD, 3, 0, True)]
-    assert zero_undefined(fn) == []  # now every register is written first
+    assert [(i.op, i.d, i.imm, i.undefined) for i in entry[:3]] == [
+        (Op.ADD, 2, 0, True), (Op.ADD, 3, 0, True), (Op.SETP, 1, 0, True)]
+    assert zero_undefined(fn) == ([], [])  # now every register is written first
