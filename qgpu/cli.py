@@ -169,6 +169,9 @@ def _build_parser() -> _Parser:
                             " the layer check's evaluator costs ~20 ms of CPU a token)")
     suite.add_argument("--batch", type=_count(1), default=1, metavar="N",
                        help="with --model: run N launches side by side (one batch)")
+    suite.add_argument("--jobs", type=_count(1), default=1, metavar="N",
+                       help="with --model: N processes, each with the model loaded, running "
+                            "batches side by side (one a core)")
     suite.add_argument("names", nargs="*", help="only these kernels")
     fuzz = sub.add_parser("fuzz", help="differential fuzzing: random valid kernels on the PTX "
                                        "interpreter, the machine interpreter (and the model)")
@@ -376,7 +379,7 @@ def _main(argv: list[str], warnings: list[str]) -> int:
 
             return print_model_report(ns.names, ns.model, ns.dtype, batch=ns.batch,
                                       device=ns.device, layers=ns.layer_sample,
-                                      engine=ns.engine)
+                                      engine=ns.engine, jobs=ns.jobs)
         else:
             from qgpu.suite.runner import print_suite_report
 

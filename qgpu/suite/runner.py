@@ -134,19 +134,19 @@ def print_suite_report(names: list[str], seeds: int) -> int:
 
 def print_model_report(names: list[str], build: str, dtype: str | None = None,
                        gpu=None, batch: int = 1, device: str = "cpu", layers: float = 1.0,
-                       engine: str = "sparse") -> int:
+                       engine: str = "sparse", jobs: int = 1) -> int:
     """Run kernels (seed 0) on a merged model (`build`: a build directory, loaded in `dtype`;
     or `gpu`, an already loaded runtime.GpuModel) with ``--check``: every generated token and
     global word, and every circuit layer at every token for a `layers` fraction of the kernels
     (every kernel at 1, none at 0, else an even sample in name order); `batch` launches side by
-    side (kernels of similar length together); one line per kernel (prompt and generated
-    tokens, whether its layers were checked, exact or the first divergence, seconds of its
-    batch); exit status 1 unless every launch is exact and its results equal the intent
-    model."""
-    from qgpu.runtime import GpuModel, run_checked_batch
-
+    side (kernels of similar length together); `jobs` processes, each with the model loaded,
+    taking batches longest first; one line per kernel (prompt and generated tokens, whether its
+    layers were checked, exact or the first divergence, seconds of its batch); exit status 1
+    unless every launch is exact and its results equal the intent model."""
     if batch < 1:
         raise UsageError(f"--batch must be at least 1, not {batch}")
+    if jobs < 1 or (jobs > 1 and gpu is not None):
+        raise UsageError(f"--jobs must be at least 1 (1 with a loaded model), not {jobs}")
     if not 0 <= layers <= 1:
         raise UsageError(f"--layer-sample must be between 0 and 1, not {layers}")
     kernels = [by_name(n) for n in names] if names else list(SUITE)
@@ -154,44 +154,91 @@ def print_model_report(names: list[str], build: str, dtype: str | None = None,
     sampled = {k.name for i, k in enumerate(sorted(kernels, key=lambda k: k.name))
                if every and i % every == 0}
     t0 = time.perf_counter()
-    gpu = gpu or GpuModel.load(build, dtype, device, engine)
-    print(f"loaded {gpu.path} ({gpu.dtype}, {gpu.engine} engine) in "
-          f"{time.perf_counter() - t0:.0f} s")
-    print(f"{'kernel':24} {'prompt':>6} {'generated':>9} {'layers':>6} {'s':>6}  result")
-    runs = []
-    for k in kernels:
-        args, place, launch = suite_launch(k)
-        runs.append((k, args, place, launch, check_kernel(k, 0).stats.get("generated_tokens", 0)))
-    runs.sort(key=lambda r: r[4])
-    groups = [(checked, subset[i:i + batch])
+    # the machine's token count of each kernel: batches of similar lengths, longest run first
+    length = {k.name: check_kernel(k, 0).stats.get("generated_tokens", 0) for k in kernels}
+    runs = sorted(kernels, key=lambda k: length[k.name])
+    groups = [(checked, [k.name for k in subset[i:i + batch]])
               for checked in (True, False)
-              for subset in [[r for r in runs if (r[0].name in sampled) == checked]]
+              for subset in [[k for k in runs if (k.name in sampled) == checked]]
               for i in range(0, len(subset), batch)]
+    groups.sort(key=lambda g: -max(length[n] for n in g[1]) * (3 if g[0] else 1))
+    header = f"{'kernel':24} {'prompt':>6} {'generated':>9} {'layers':>6} {'s':>6}  result"
+    if jobs == 1:
+        from qgpu.runtime import GpuModel
+
+        gpu = gpu or GpuModel.load(build, dtype, device, engine)
+        print(f"loaded {gpu.path} ({gpu.dtype}, {gpu.engine} engine) in "
+              f"{time.perf_counter() - t0:.0f} s\n{header}")
+        results = (_run_group(gpu, checked, group) for checked, group in groups)
+    else:
+        import concurrent.futures
+        import multiprocessing
+
+        pool = concurrent.futures.ProcessPoolExecutor(
+            jobs, multiprocessing.get_context("spawn"), _load_worker,
+            (build, dtype, device, engine))
+        futures = [pool.submit(_run_worker_group, checked, group) for checked, group in groups]
+        print(f"{jobs} processes load {build}\n{header}")
+        results = (f.result() for f in concurrent.futures.as_completed(futures))
     failures, total = 0, 0
-    for checked, group in groups:
-        t = time.perf_counter()
-        try:
-            outs = run_checked_batch(gpu, [r[3] for r in group],
-                                     dynamic_shared=[r[0].dynamic_shared for r in group],
-                                     layers=checked)
-        except QgpuError as e:
-            outs = [e] * len(group)
-        for (k, args, place, launch, _), run in zip(group, outs, strict=True):
-            if isinstance(run, QgpuError):
-                result, generated = run.message, -1
-            elif run.exact:
-                generated = len(run.generated)
-                intent = [list(map(int, a)) if isinstance(a, list) else a for a in k.intent(args)]
-                diff = first_difference(intent, read_back(place, args, run.memory))
-                result = "exact" if diff is None else f"results differ: {diff}"
-            else:
-                result, generated = run.divergence, len(run.generated)
-            failures += result != "exact"
-            total += max(generated, 0)
-            print(f"{k.name:24} {len(tokens.prompt_tokens(launch)):>6} {generated:>9} "
-                  f"{'yes' if checked else 'no':>6} {time.perf_counter() - t:>6.0f}  {result}",
-                  flush=True)
+    try:
+        for rows in results:
+            for name, prompt, generated, checked, seconds, result in rows:
+                failures += result != "exact"
+                total += max(generated, 0)
+                print(f"{name:24} {prompt:>6} {generated:>9} {'yes' if checked else 'no':>6} "
+                      f"{seconds:>6.0f}  {result}", flush=True)
+    finally:
+        if jobs > 1:
+            pool.shutdown(cancel_futures=True)
     print(f"{len(kernels) - failures}/{len(kernels)} kernels exact on the model, {total} "
           f"generated tokens, layers checked for {len(sampled)} "
           f"({time.perf_counter() - t0:.0f} s)")
     return 1 if failures else 0
+
+
+def _run_group(gpu, checked: bool, names: list[str]) -> list[tuple]:
+    """One batch of suite kernels on the model, checked: a row per kernel (name, prompt
+    tokens, generated tokens or -1, layers checked, seconds of the batch, result)."""
+    from qgpu.runtime import run_checked_batch
+
+    t = time.perf_counter()
+    kernels = [by_name(n) for n in names]
+    launches = [suite_launch(k) for k in kernels]
+    try:
+        outs = run_checked_batch(gpu, [launch for _, _, launch in launches],
+                                 dynamic_shared=[k.dynamic_shared for k in kernels],
+                                 layers=checked)
+    except QgpuError as e:
+        outs = [e] * len(kernels)
+    rows = []
+    for k, (args, place, launch), run in zip(kernels, launches, outs, strict=True):
+        if isinstance(run, QgpuError):
+            result, generated = run.message, -1
+        elif run.exact:
+            generated = len(run.generated)
+            intent = [list(map(int, a)) if isinstance(a, list) else a for a in k.intent(args)]
+            diff = first_difference(intent, read_back(place, args, run.memory))
+            result = "exact" if diff is None else f"results differ: {diff}"
+        else:
+            result, generated = run.divergence, len(run.generated)
+        rows.append((k.name, len(tokens.prompt_tokens(launch)), generated, checked,
+                     time.perf_counter() - t, result))
+    return rows
+
+
+_worker_model = None  # the model a --jobs worker process loaded
+
+
+def _load_worker(build: str, dtype: str | None, device: str, engine: str) -> None:
+    global _worker_model
+    import torch
+
+    from qgpu.runtime import GpuModel
+
+    torch.set_num_threads(1)  # the jobs share the cores
+    _worker_model = GpuModel.load(build, dtype, device, engine)
+
+
+def _run_worker_group(checked: bool, names: list[str]) -> list[tuple]:
+    return _run_group(_worker_model, checked, names)

@@ -188,6 +188,17 @@ def test_the_suite_report_checks_launches_side_by_side(gpu, capsys) -> None:
     assert rows["atomic_inc_dec"][1:3] == ["81", "151"] and rows["atomic_inc_dec"][-1] == "exact"
 
 
+def test_the_suite_report_runs_batches_in_worker_processes(build_dir: Path, capsys) -> None:
+    """``--jobs 2``: each process loads the build; the rows of both batches, both exact."""
+    names = [KERNEL, "atomic_inc_dec"]
+    assert print_model_report(names, str(build_dir), layers=0, jobs=2) == 0
+    lines = capsys.readouterr().out.splitlines()
+    rows = {ln.split()[0]: ln.split() for ln in lines if ln.startswith((KERNEL, "atomic_inc"))}
+    assert rows[KERNEL][1:4] == ["316", "57", "no"] and rows[KERNEL][-1] == "exact"
+    assert rows["atomic_inc_dec"][2] == "151" and rows["atomic_inc_dec"][-1] == "exact"
+    assert lines[-1].startswith("2/2 kernels exact on the model, 208 generated tokens")
+
+
 def test_check_reports_the_first_diverging_token(gpu) -> None:
     k, _, _, launch = launch_of(KERNEL)
     ref = interp.run_program(launch.program, grid=k.grid, block=k.block, params=launch.params,
