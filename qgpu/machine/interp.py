@@ -579,12 +579,12 @@ def _race_op(ins: Instr) -> int:
     return READ
 
 
-@lru_cache(maxsize=4096)
 def _address_reads(ins: Instr) -> int:
     """Bit mask of the registers a memory access's address is made of."""
     return 1 << ins.a | (1 << ins.b if ins.mod & INDEXED and ins.op in (Op.LD, Op.ST) else 0)
 
 
+@lru_cache(maxsize=4096)
 def _own_reads(ins: Instr) -> int:
     """Bit mask of the registers an executing lane reads itself (a SHFL reads register a of its
     source lane instead, checked there)."""

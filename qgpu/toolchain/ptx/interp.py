@@ -501,13 +501,12 @@ class _Launch:
         readers = [self.reader(ins, o, width, flows=True)
                    for o, width in zip(ops[1:], widths, strict=True)]
         write = self.writer(ops[0], out_type)
-        if ins.opcode in ("selp", "slct"):  # the selector, then only the operand it selects
+        if ins.opcode in _SELECTS:  # the selector, then only the operand it selects
             ra, rb, rc = readers
-            takes_a = _takes_first[ins.opcode]
 
             def select(lanes: list[int]) -> None:
                 for t in lanes:
-                    write(t, ra(t) if takes_a(rc(t)) else rb(t))
+                    write(t, ra(t) if fn(rc(t)) else rb(t))
 
             return select
 
@@ -776,7 +775,9 @@ class _Launch:
 
 def _semantics(op: str, mods: tuple[str, ...],
                n_src: int) -> tuple[Callable[..., int], str, list[int]]:
-    """An ALU instruction as (function of its source values, result type, source widths)."""
+    """An ALU instruction as (function of its source values, result type, source widths);
+    for selp and slct the function is of the selector alone: whether the first operand is
+    taken (the other is not read)."""
     ty = mods[-1]
     w = type_width(ty)
     signed = is_signed(ty)
@@ -809,10 +810,10 @@ def _semantics(op: str, mods: tuple[str, ...],
     if op == "dp4a":
         return _dp4a(is_signed(mods[0]), is_signed(mods[1])), "u32", [32, 32, 32]
     if op == "selp":
-        return _select, ty, [w, w, 1]
+        return bool, ty, [w, w, 1]
     if op == "slct":
         dw = type_width(mods[0])
-        return _slct, mods[0], [dw, dw, 32]
+        return _slct_takes_first, mods[0], [dw, dw, 32]
     if op == "cvt":
         return _convert(mods)
     raise UnsupportedError(f"`{op}.{'.'.join(mods)}` has no interpreter semantics")
@@ -822,17 +823,11 @@ def _identity(a: int) -> int:
     return a
 
 
-# whether selp / slct take their first operand, given the selector
-_takes_first: dict[str, Callable[[int], bool]] = {"selp": bool,
-                                                  "slct": lambda c: _sx(c, 32) >= 0}
+_SELECTS = ("selp", "slct")
 
 
-def _select(a: int, b: int, c: int) -> int:
-    return a if c else b
-
-
-def _slct(a: int, b: int, c: int) -> int:
-    return a if _takes_first["slct"](c) else b
+def _slct_takes_first(c: int) -> bool:
+    return _sx(c, 32) >= 0
 
 
 _SIMPLE: dict[str, Callable[[int], Callable[..., int]]] = {
