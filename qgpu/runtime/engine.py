@@ -97,11 +97,13 @@ class EngineLayer:
     heads: list[int]  # kept GDN heads, as the checkpoint numbers them
     channels: int  # value channels 0..channels-1 kept: up to the last one some v row writes
     proj: Projection  # [rows, K]
-    conv: torch.Tensor  # [q, k, v channels, taps], float32 (values as the model dtype holds)
+    mixing: torch.Tensor  # the q, k, v channels whose conv taps are not (0, .., 0, 1): the only
+    # ones whose conv output is not their input, and whose past inputs the state keeps
+    conv: torch.Tensor  # their taps [mixing channels, taps], float32 (as the model dtype holds)
     A_log: torch.Tensor  # [kept heads], model dtype
     dt_bias: torch.Tensor
     g: torch.Tensor | None  # the decay's log when the a rows are empty (a = 0 for any input)
-    decay: torch.Tensor | None  # exp(g) as a step multiplies the state by it ([heads, 1, 1]);
+    decay: torch.Tensor | None  # exp(g) as a step multiplies the state by it ([heads, 1, 1, 1]);
     # None when it is exactly 1 (multiplying changes nothing) or not a constant
     norm_weight: torch.Tensor  # Qwen3_5RMSNormGated's weight, model dtype
     out: Projection  # [K, kept heads * kept channels]
@@ -112,8 +114,10 @@ class EngineLayer:
 
 class EngineState:
     """The recurrent state of a batch of sequences: per layer the conv inputs of the last
-    taps - 1 tokens ([channels, batch, taps - 1]) and the delta rule's state of the kept heads
-    and channels ([batch, heads, dk, channels], float32)."""
+    taps - 1 tokens of the channels that read them ([mixing channels, batch, taps - 1]) and
+    the delta rule's state of the kept heads and channels ([heads, dk, batch, channels],
+    float32: row (h * dk + j) * batch + b is entry j of sequence b's keys for head h, the
+    order in which a step holds the keys)."""
 
     def __init__(self, conv: list[torch.Tensor], recurrent: list[torch.Tensor],
                  layers: list[EngineLayer], dv: int) -> None:
@@ -127,20 +131,20 @@ class EngineState:
         j = self._index[layer].get(head)
         if j is None:
             return state.new_zeros(state.shape[-2], self.dv)
-        return F.pad(state[batch, j], (0, self.dv - state.shape[-1]))
+        return F.pad(state[j, :, batch], (0, self.dv - state.shape[-1]))
 
     def select(self, rows: list[int]) -> EngineState:
         """The state of some sequences of the batch, in this order."""
         idx = torch.tensor(rows, device=self.conv[0].device)
         return EngineState([c.index_select(1, idx) for c in self.conv],
-                           [r.index_select(0, idx) for r in self.recurrent], self.layers, self.dv)
+                           [r.index_select(2, idx) for r in self.recurrent], self.layers, self.dv)
 
     @staticmethod
     def stack(states: list[EngineState]) -> EngineState:
         s0 = states[0]
         return EngineState(
             [torch.cat([s.conv[i] for s in states], 1) for i in range(len(s0.conv))],
-            [torch.cat([s.recurrent[i] for s in states]) for i in range(len(s0.recurrent))],
+            [torch.cat([s.recurrent[i] for s in states], 2) for i in range(len(s0.recurrent))],
             s0.layers, s0.dv)
 
 
@@ -153,6 +157,9 @@ class Engine:
         self.layers = layers
         self.embed_base, self.embed_cols, self.embed_vals = embed  # base row + differences
         self.select_dims, self.select_scale, self.select_rows = select
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "sparse CSR support is in beta"
+            self.select_csr = self.select_rows.T.to_sparse_csr()  # [circuit vocab, dims]
         self.width, self.first_id, self.eps, self.dtype = width, first_id, eps, dtype
         self.dk, self.dv, self.taps = shape["dk"], shape["dv"], shape["taps"]
         self.device = self.embed_base.device
@@ -202,20 +209,24 @@ class Engine:
             layers.append(EngineLayer(
                 input_scale=scale(p + "input_norm"), post_scale=scale(p + "post_norm"),
                 heads=t[p + "heads"].tolist(),
-                channels=int(t[p + "channels"]), proj=csr(p + "proj"), conv=held(t[p + "conv"]),
+                channels=int(t[p + "channels"]), proj=csr(p + "proj"),
+                mixing=torch.empty(0, dtype=torch.long), conv=held(t[p + "conv"]),
                 A_log=t[p + "A_log"].to(device=device, dtype=dtype),
                 dt_bias=t[p + "dt_bias"].to(device=device, dtype=dtype), g=None,
                 decay=None, norm_weight=t[p + "norm"].to(device=device, dtype=dtype),
                 out=csr(p + "out"), gate_up=csr(p + "gate_up"), down=csr(p + "down"),
                 neurons=int(t[p + "down.shape"][1])))
             layer = layers[-1]
+            taps = layer.conv
+            layer.mixing = ((taps[:, :-1] != 0).any(1) | (taps[:, -1] != 1)).nonzero().flatten()
+            layer.conv = taps[layer.mixing]
             nh, crow = len(layer.heads), t[p + "proj.crow"]
             if nh and crow[-1] == crow[-1 - nh]:
                 # a = 0 whatever the input (no weight in its rows): the decay is a constant
                 layer.g = -layer.A_log.float().exp() * F.softplus(
                     torch.zeros(nh, device=device) + layer.dt_bias)
                 decay = layer.g.exp()
-                layer.decay = None if bool((decay == 1).all()) else decay[:, None, None]
+                layer.decay = None if bool((decay == 1).all()) else decay[:, None, None, None]
         embed = (t["embed.base"].to(device), t["embed.cols"].to(device), t["embed.vals"].to(device))
         select = (t["select.dims"].to(device), scale("select.norm"),
                   held(t["select.rows"]))
@@ -226,9 +237,9 @@ class Engine:
     # --- running ---------------------------------------------------------------------------
 
     def new_state(self, batch: int) -> EngineState:
-        conv = [torch.zeros(layer.conv.shape[0], batch, self.taps - 1, dtype=self.dtype,
+        conv = [torch.zeros(len(layer.mixing), batch, self.taps - 1, dtype=self.dtype,
                             device=self.device) for layer in self.layers]
-        rec = [torch.zeros(batch, len(layer.heads), self.dk, layer.channels,
+        rec = [torch.zeros(len(layer.heads), self.dk, batch, layer.channels,
                            device=self.device) for layer in self.layers]
         return EngineState(conv, rec, self.layers, self.dv)
 
@@ -258,8 +269,7 @@ class Engine:
         text token's logit is exactly 0 at a circuit position (their rows are zero on the
         circuit dims) and text ids come first, so a circuit token wins only with a logit
         above 0; otherwise the first text token, id 0."""
-        best = logits.argmax(-1)
-        values = logits.gather(-1, best[:, None])[:, 0]
+        values, best = logits.max(-1)  # the first of equal maxima, as argmax
         return [self.first_id + int(i) if float(v) > 0 else 0
                 for v, i in zip(values.tolist(), best.tolist(), strict=True)]
 
@@ -267,7 +277,7 @@ class Engine:
         idx = ids - self.first_id
         rows = self.embed_base.expand(len(idx), -1).clone()
         rows.scatter_add_(1, self.embed_cols[idx], self.embed_vals[idx])
-        return rows.T.to(self.dtype)
+        return rows.T.to(self.dtype).contiguous()
 
     def _norm(self, h: torch.Tensor, scale: torch.Tensor | None) -> torch.Tensor:
         """Qwen3_5RMSNorm over the merged width: the base dims are zeros and add nothing to the
@@ -283,15 +293,16 @@ class Engine:
         nh, nc, dk, dv, dt = len(layer.heads), layer.channels, self.dk, self.dv, self.dtype
         y = (layer.proj @ self._norm(h, layer.input_scale)).to(dt)
         qkv, z, b, a = y.split([nh * (2 * dk + nc), nh * nc, nh, nh])
-        mixed = F.silu(self._conv(i, layer, qkv, state, prefill).to(dt))
+        mixed = F.silu(self._conv(i, layer, qkv, state, prefill))
         beta = b.T.reshape(B, T, nh).sigmoid()
         if prefill:  # transformers' chunked rule, as the stock path's first pass runs it
             q, k, v = (m.T.reshape(B, T, nh, -1) for m in mixed.split([nh * dk, nh * dk, nh * nc]))
             g = layer.g.expand(B, T, nh) if layer.g is not None else \
                 self._log_decay(layer, a).view(B, T, nh)
-            core, state.recurrent[i] = CHUNK_RULE(
+            core, final = CHUNK_RULE(
                 q, k, v, g=g, beta=beta, initial_state=None, output_final_state=True,
                 use_qk_l2norm_in_kernel=True)
+            state.recurrent[i] = final.permute(1, 2, 0, 3).contiguous()
             core = core.reshape(B * T * nh, nc)
         else:
             core = self._delta_step(i, layer, mixed, a, beta[:, 0], state, B)
@@ -313,51 +324,83 @@ class Engine:
     def _delta_step(self, i: int, layer: EngineLayer, mixed: torch.Tensor, a: torch.Tensor,
                     beta: torch.Tensor, state: EngineState, B: int) -> torch.Tensor:
         """One token of transformers' torch_recurrent_gated_delta_rule (l2-normalised q and k,
-        q / sqrt(dk), decay, delta rule, read after write) on the kept heads and channels, q and
-        k normalised together. Returns the heads' outputs [B * heads, kept]. The state's
-        products with q and k are matrix products here: a key or query of the circuit has one
-        nonzero entry (a row address), so each sum holds one nonzero term and is exact in any
-        order, as the stock path's elementwise products summed are."""
+        q scaled by 1 / sqrt(dk), decay, delta rule, read after write) on the kept heads and
+        channels, q and k normalised together. Returns the heads' outputs [B * heads, kept].
+
+        The state's products with k and q are matrix products for one sequence, and for a
+        batch touch only the state rows where k or q is nonzero: a zero entry adds 0 * row = 0
+        to a sum and k_j * delta = 0 to row j, changing nothing (the state is finite). A key
+        or query of the circuit has one nonzero entry (a row address) of value 1, so each sum
+        holds one nonzero term, exact in any order, and a written row gets the stock path's
+        value."""
         nh, nc, dk = len(layer.heads), layer.channels, self.dk
-        qk = mixed[:2 * nh * dk].T.reshape(B, 2, nh, 1, dk).float()
-        qk = qk * torch.rsqrt((qk * qk).sum(dim=-1, keepdim=True) + 1e-6)
-        q, k = qk[:, 0] / (dk ** 0.5), qk[:, 1]  # [B, heads, 1, dk]
-        v = mixed[2 * nh * dk:].T.reshape(B, nh, 1, nc).float()
-        S = state.recurrent[i]
+        qk = mixed[:2 * nh * dk].view(2, nh, dk, B).float()
+        qk = qk * torch.rsqrt((qk * qk).sum(dim=2, keepdim=True) + 1e-6)
+        q, k = qk[0] * (1 / dk ** 0.5), qk[1]  # [heads, dk, B]
+        v = mixed[2 * nh * dk:].view(nh, nc, B).transpose(1, 2).reshape(nh * B, nc).float()
+        beta = beta.float().T.reshape(nh * B, 1)
+        S = state.recurrent[i]  # [heads, dk, B, channels]
         if layer.g is None:
-            S = S * self._log_decay(layer, a).exp()[..., None, None]
+            S = S * self._log_decay(layer, a).exp().T[:, None, :, None]
         elif layer.decay is not None:  # (a decay of exactly 1 leaves S as it is)
             S = S * layer.decay
-        delta = (v - k @ S) * beta.float()[..., None, None]
-        S = torch.baddbmm(S.flatten(0, 1), k.flatten(0, 1).mT, delta.flatten(0, 1)).view_as(S)
         state.recurrent[i] = S
-        return (q @ S).to(self.dtype).reshape(B * nh, nc)
+        if B == 1:
+            keys, queries, heads = k.view(nh, 1, dk), q.view(nh, 1, dk), S.view(nh, dk, nc)
+            delta = (v - torch.bmm(keys, heads)[:, 0]) * beta
+            heads.baddbmm_(keys.mT, delta[:, None])
+            return torch.bmm(queries, heads)[:, 0].to(self.dtype)
+        rows = S.view(nh * dk * B, nc)  # row (h * dk + j) * B + b: entry (h, j, b) of k
+        k, q = k.reshape(-1), q.reshape(-1)
+
+        def read(x: torch.Tensor, at: torch.Tensor) -> torch.Tensor:
+            """x's products with the state ([heads * B, channels]) from rows `at`."""
+            head = at // (dk * B) * B + at % B  # h * B + b
+            products = rows.index_select(0, at) * x.index_select(0, at)[:, None]
+            return v.new_zeros(nh * B, nc).index_add_(0, head, products)
+
+        at = k.nonzero().flatten()
+        delta = (v - read(k, at)) * beta
+        rows.index_add_(0, at, k.index_select(0, at)[:, None]
+                        * delta.index_select(0, at // (dk * B) * B + at % B))
+        out = read(q, q.nonzero().flatten())
+        return out.view(nh, B, nc).transpose(0, 1).reshape(B * nh, nc).to(self.dtype)
 
     def _conv(self, i: int, layer: EngineLayer, x: torch.Tensor, state: EngineState,
               prefill: bool) -> torch.Tensor:
-        """The depthwise causal conv1d ([channels, B * T], float32 sums of exact products):
-        each channel's taps over its last inputs, the state keeping the newest taps - 1."""
+        """The depthwise causal conv1d ([channels, B * T], rounded to the model dtype as the
+        stock conv rounds its float32 sums of exact products): each channel's taps over its last
+        inputs. A channel whose taps are (0, .., 0, 1) passes its input (0 * a finite input
+        adds exactly 0): only the mixing channels are computed, and the state keeps their
+        newest taps - 1 inputs."""
+        rows, taps = layer.mixing, self.taps
+        if not len(rows):
+            return x
         if prefill:  # one sequence: zeros before its first token
-            window = F.pad(x, (self.taps - 1, 0))
-            state.conv[i].copy_(window[:, None, -(self.taps - 1):])
-            return (window.float().unfold(1, self.taps, 1) * layer.conv[:, None]).sum(-1)
-        window = torch.cat([state.conv[i], x[:, :, None]], dim=2)
-        state.conv[i] = window[:, :, 1:]
-        return (window.float() * layer.conv[:, None]).sum(-1)
+            window = F.pad(x.index_select(0, rows), (taps - 1, 0))
+            state.conv[i].copy_(window[:, None, -(taps - 1):])
+            mixed = (window.float().unfold(1, taps, 1) * layer.conv[:, None]).sum(-1)
+        else:
+            window = torch.cat([state.conv[i], x.index_select(0, rows)[:, :, None]], dim=2)
+            state.conv[i] = window[:, :, 1:]
+            mixed = (window.float() * layer.conv[:, None]).sum(-1)
+        return x.index_copy(0, rows, mixed.to(self.dtype))
 
     def _logits(self, h: torch.Tensor) -> torch.Tensor:
         """The final norm and the tied head on the circuit tokens: only the selection dims pass
         the norm ((1 + w) = 0 elsewhere), and of those only the nonzero ones add anything."""
-        x = self._norm(h, self.select_scale)[self.select_dims].float()
-        live = x.any(1).nonzero().flatten()
-        rows = self.select_rows[live]
-        if x.shape[1] == 1:  # one token: a matrix-vector product over the transposed rows
-            return torch.mv(rows.T, x[live, 0]).to(self.dtype).float()[None]
-        return (x[live].T @ rows).to(self.dtype).float()
+        x = self._norm(h, self.select_scale).index_select(0, self.select_dims).float()
+        if x.shape[1] > 1:  # a batch: the vocabulary's rows as CSR (~15 of 110 dims a token)
+            return (self.select_csr @ x).T.to(self.dtype).float()
+        live = x[:, 0].nonzero().flatten()  # one token: the rows of its nonzero dims
+        rows = self.select_rows.index_select(0, live)
+        return torch.mv(rows.T, x[live, 0]).to(self.dtype).float()[None]
 
     def resident_bytes(self) -> int:
         """Bytes the engine holds (weights and embedding; not the per-launch state)."""
-        tensors = [self.embed_base, self.embed_cols, self.embed_vals, self.select_rows]
+        tensors = [self.embed_base, self.embed_cols, self.embed_vals, self.select_rows,
+                   self.select_csr.crow_indices(), self.select_csr.col_indices(),
+                   self.select_csr.values()]
         for layer in self.layers:
             tensors += [layer.conv, layer.A_log, layer.dt_bias, layer.norm_weight]
             for proj in (layer.proj, layer.out, layer.gate_up, layer.down):
