@@ -6,11 +6,15 @@ runs, the library versions, the base's identity (file hashes of a local director
 commit for the Hub), the circuit name and dtype. Artifacts are directories of files written to a
 temp dir and renamed into place; the cache keeps only a small manifest (file sizes and mtimes),
 so a missing or rewritten artifact is noticed and rebuilt. A diskcache.Lock with a re-check
-after acquiring makes concurrent cold builds of one stage build it once.
+after acquiring makes concurrent cold builds of one stage build it once. A new artifact
+replaces those it supersedes — the same stage of the same inputs built by other code (older
+sources, pipeline or libraries) — once they have gone unused for an hour, so rebuilds after
+upgrades do not pile up gigabytes of checkpoints.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.metadata
 import importlib.util
@@ -47,6 +51,13 @@ TINY_BASE = {"hidden_size": 64, "num_layers": 4, "seed": 0}
 
 HUB_PATTERNS = ["*.json", "*.safetensors", "*.jinja", "*.txt"]
 """Hub files a checkpoint needs: configs, weights, tokenizer, chat template."""
+
+PRUNE_AFTER_S = 3600
+"""A superseded artifact is removed once unused this long (a checkout of the code that built it
+may still be reading it)."""
+
+VERSION_FIELDS = ("stage", "pipeline", "libs", "sources")
+"""The parts of a stage's key that say which code built it, not what it was built from."""
 
 _HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
 _LIBRARIES = ("torch", "transformers", "safetensors", "tokenizers", "huggingface_hub")
@@ -85,6 +96,7 @@ def build(
 
     base_key, produce_base = _base_stage(base, kind, revision, stages)
     base_dir = stages.run("base", base_key, produce_base, result.stages)
+    base_inputs = _inputs(base_key)
 
     def produce_merged(tmp: Path) -> None:
         weights = CIRCUITS[circuit](read_text_config(base_dir))
@@ -99,7 +111,8 @@ def build(
         "circuit": circuit,
         "dtype": dtype,
     }
-    merged_dir = stages.run("merged", merge_key, produce_merged, result.stages)
+    merged_dir = stages.run("merged", merge_key, produce_merged, result.stages,
+                            inputs={"base": base_inputs, "circuit": circuit, "dtype": dtype})
     _publish(base_dir, result.base)
     _publish(merged_dir, result.merged)
     return result
@@ -160,8 +173,11 @@ class Stages:
         key: dict,
         produce: Callable[[Path], None],
         report: dict[str, dict] | None = None,
+        inputs: dict | None = None,
     ) -> Path:
-        """The artifact for (stage, key): from the cache if intact, else built once."""
+        """The artifact for (stage, key): from the cache if intact, else built once. `inputs`:
+        what it is built from (default: the key without its code versions); building it
+        removes the stage's artifacts of the same inputs that other code built."""
         start = time.monotonic()
         full_key = {"stage": stage, "pipeline": PIPELINE_VERSION, "libs": _versions(), **key}
         digest = _digest(full_key)
@@ -174,7 +190,11 @@ class Stages:
                 hit = path is not None
                 if not hit:
                     _progress(f"building {stage}")
-                    path = self._build(stage, digest, full_key, produce, cache_key)
+                    inputs = _inputs(key) if inputs is None else inputs
+                    path = self._build(stage, digest, full_key, produce, cache_key, inputs)
+                    self._prune(stage, inputs, cache_key)
+        if hit:
+            os.utime(path)  # last used: a superseded artifact is kept while in use
         seconds = time.monotonic() - start
         _progress(f"{stage}: {'cached' if hit else 'built'} ({seconds:.1f} s) {path}")
         if report is not None:
@@ -197,7 +217,8 @@ class Stages:
         return path
 
     def _build(
-        self, stage: str, digest: str, key: dict, produce: Callable[[Path], None], cache_key: str
+        self, stage: str, digest: str, key: dict, produce: Callable[[Path], None], cache_key: str,
+        inputs: dict,
     ) -> Path:
         target = self.artifacts / f"{stage}-{digest[:20]}"
         self.cache.delete(cache_key)
@@ -221,8 +242,25 @@ class Stages:
             if p.is_file()
         }
         self.cache.set(cache_key, {"path": str(target.relative_to(self.root)), "files": files,
-                                   "key": key})  # fmt: skip
+                                   "key": key, "inputs": inputs})  # fmt: skip
         return target
+
+    def _prune(self, stage: str, inputs: dict, keep: str) -> None:
+        """Remove the artifacts of `stage` built from `inputs` by other code, unused for
+        PRUNE_AFTER_S (artifacts cached before inputs were recorded are left alone)."""
+        now = time.time()
+        for cache_key in list(self.cache.iterkeys()):
+            if not str(cache_key).startswith(f"{stage}:") or cache_key == keep:
+                continue
+            manifest = self.cache.get(cache_key)
+            if not isinstance(manifest, dict) or manifest.get("inputs") != inputs:
+                continue
+            path = self.root / manifest["path"]
+            with contextlib.suppress(OSError):
+                if now - path.stat().st_mtime < PRUNE_AFTER_S:
+                    continue
+            self.cache.delete(cache_key)
+            _remove(path)
 
     def file_hashes(self, directory: Path) -> dict[str, str]:
         """sha256 of each top-level file, memoised by (path, size, mtime, inode)."""
@@ -272,6 +310,11 @@ def _remove(path: Path) -> None:
         shutil.rmtree(path)
     elif path.exists() or path.is_symlink():
         path.unlink()
+
+
+def _inputs(key: dict) -> dict:
+    """What a stage is built from: its key without the code versions."""
+    return {name: value for name, value in key.items() if name not in VERSION_FIELDS}
 
 
 def _versions() -> dict[str, str]:

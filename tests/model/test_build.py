@@ -205,3 +205,40 @@ def test_usage_errors_in_json(tmp_path: Path) -> None:
     out = run_cli(["build", "--out", str(tmp_path)])
     assert out["exit"] == 2 and "--base" in out["error"]["message"]
     assert "null" in CIRCUITS
+
+
+def test_a_rebuild_removes_what_it_supersedes_once_unused(tmp_path: Path) -> None:
+    """Artifacts of the same stage and inputs built by other code go once unused for an hour;
+    other inputs' artifacts, and superseded ones still in use, stay."""
+    stages = Stages(tmp_path)
+
+    def produce(target: Path) -> None:
+        (target / "out.txt").write_text("x")
+
+    def run(x: int, sources: str) -> Path:
+        return stages.run("demo", {"x": x, "sources": sources}, produce)
+
+    def age(path: Path) -> None:
+        old = time.time() - build_module.PRUNE_AFTER_S - 1
+        os.utime(path, (old, old))
+
+    v1, other = run(1, "v1"), run(2, "v1")
+    v2 = run(1, "v2")
+    assert v1.is_dir() and v2.is_dir()  # v1 was used a moment ago: kept
+    age(v1)
+    age(other)
+    v3 = run(1, "v3")
+    assert not v1.exists() and v2.is_dir() and v3.is_dir() and other.is_dir()
+    age(v2)
+    assert run(1, "v2") == v2  # a cache hit marks it used
+    run(1, "v4")
+    assert v2.is_dir()
+    age(v2)
+    age(v3)
+    v5 = run(1, "v5")
+    assert not v2.exists() and not v3.exists()
+    assert sorted(p.name for p in (tmp_path / "artifacts").iterdir()) == sorted(
+        [other.name, v5.name, run(1, "v4").name])
+    report: dict[str, dict] = {}
+    stages.run("demo", {"x": 1, "sources": "v1"}, produce, report)
+    assert report["demo"]["cached"] is False and (v1 / "out.txt").read_text() == "x"  # rebuilt
