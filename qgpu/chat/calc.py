@@ -182,6 +182,9 @@ class Launcher:
             except Exception as e:
                 if watch is not None:
                     watch.done(run, e)
+                if isinstance(e, LaunchError) and e.fault:
+                    raise LaunchError(f"{e.message}. Where: {self._where(launch, dynamic_shared)}",
+                                      e.fault) from e
                 raise
             if watch is not None:
                 watch.done(run, None)
@@ -190,6 +193,21 @@ class Launcher:
         return LaunchRecord(what, kernel.name, grid, block, args, final, self.backend,
                             len(T.prompt_tokens(launch)), generated, time.perf_counter() - t0,
                             exact)
+
+    @staticmethod
+    def _where(launch, dynamic_shared: int) -> str:
+        """Where the reference interpreter places the fault the model reported (the model's
+        fault token names only its kind and thread block): the kernel's instruction, thread
+        and address, so that whoever wrote the kernel can fix it."""
+        from qgpu.machine.interp import run_program
+
+        try:
+            run_program(launch.program, grid=launch.grid, block=launch.block,
+                        params=launch.params, memory=launch.memory,
+                        dynamic_shared=dynamic_shared, allocations=launch.allocations)
+        except LaunchError as e:
+            return f"the reference interpreter: {e.message}"
+        return "the reference interpreter runs this launch without a fault"
 
     @staticmethod
     def _reference(launch, dynamic_shared: int) -> tuple[list[str], list[int] | None]:

@@ -11,7 +11,7 @@ from qgpu.chat.errors import ArithmeticFault
 from qgpu.chat.generate import Sampling, ScriptedModel, TextModel
 from qgpu.chat.grammar import ExpressionGrammar, state_of
 from qgpu.chat.session import Chat, ChatOptions
-from qgpu.errors import UsageError
+from qgpu.errors import LaunchError, UsageError
 
 pytestmark = pytest.mark.slow
 
@@ -47,6 +47,22 @@ def test_overflow_is_flagged_by_the_model(on_model) -> None:
     with pytest.raises(ArithmeticFault) as info:
         calc("65536 * 65536", on_model)
     assert info.value.kind == "overflow"
+
+
+def test_a_fault_the_model_reports_says_where(on_model) -> None:
+    """The model's fault token names the kind and thread block; the error the chat sends back
+    adds where the reference interpreter places it (instruction, thread, address)."""
+    from qgpu.driver import compile_source
+
+    kernel = compile_source("""
+extern "C" __global__ void past_end(int *out) { out[threadIdx.x + 100000] = 1; }
+""", filename="kernel.cu").kernel("past_end")
+    with pytest.raises(LaunchError) as info:
+        on_model.launch(kernel, (1, 1), (2, 1), [{"zeros": 2}], "past_end<<<1, 2>>>")
+    message = info.value.message
+    assert info.value.fault and message.startswith("the model reported")
+    where = message.split(". Where: the reference interpreter: ")[1]
+    assert "outside memory" in where and "past_end" in where and "threadIdx=(0,0)" in where, message
 
 
 def test_scripted_turn_with_real_launches(gpu) -> None:
