@@ -414,10 +414,12 @@ class ChatTab:
     # --- a turn --------------------------------------------------------------------------------
 
     def send(self, text: str, session: ChatSession | None, mode: str, thinking: bool,
-             greedy: bool, request: gr.Request | None = None) -> Iterator[tuple]:
+             greedy: bool, max_tokens: float | None = None,
+             request: gr.Request | None = None) -> Iterator[tuple]:
         """The user's message through to the model's answer, streamed: text as the model writes
         it, each tool call as a message (pending, then done), the launches recorded for the
-        views. Outputs: (chatbot, session, launch picker, input box)."""
+        views; `max_tokens` bounds each reply the model writes (None: ChatOptions' default).
+        Outputs: (chatbot, session, launch picker, input box)."""
         session = session or ChatSession()
         text = (text or "").strip()
         if not text:
@@ -427,7 +429,8 @@ class ChatTab:
         stop = self._stops[key] = threading.Event()
         turn = _Turn(text, bool(thinking))
         try:
-            yield from self._send(turn, session, mode, bool(thinking), bool(greedy), stop)
+            limit = int(max_tokens) if max_tokens else ChatOptions.max_new_tokens
+            yield from self._send(turn, session, mode, bool(thinking), bool(greedy), limit, stop)
         except QgpuError as e:  # e.g. the build has no text path to load
             turn.note = f"⚠️ **{e.kind} error** — {e.message}"
             self._close(turn)
@@ -442,7 +445,7 @@ class ChatTab:
                 del self._stops[key]
 
     def _send(self, turn: _Turn, session: ChatSession, mode: str, thinking: bool, greedy: bool,
-              stop: threading.Event) -> Iterator[tuple]:
+              max_tokens: int, stop: threading.Event) -> Iterator[tuple]:
         if not self.loaded:
             turn.note = "*Loading the language model (the first message only)…*"
             yield self._outputs(session, turn, clear_input=True)
@@ -456,7 +459,7 @@ class ChatTab:
                             watch=run.watch)
         chat = Chat(generator, launcher, grammar)
         options = ChatOptions(mode=mode if mode in ("normal", "advanced") else "normal",
-                              thinking=thinking, greedy=greedy)
+                              thinking=thinking, greedy=greedy, max_new_tokens=max_tokens)
         events = _turn_on_gpu(chat, list(session.history), turn.user, options)
         last = 0.0
         done = None
@@ -592,6 +595,9 @@ class ChatTab:
                 thinking = gr.Checkbox(False, label="Thinking", elem_id="chat-thinking")
                 greedy = gr.Checkbox(False, label="Greedy decoding (else the model card's "
                                                   "sampling)", elem_id="chat-greedy")
+                max_tokens = gr.Slider(64, 4096, value=ChatOptions.max_new_tokens, step=64,
+                                       label="Max new tokens per reply",
+                                       elem_id="chat-max-tokens")
         chatbot = gr.Chatbot(elem_id="chatbot", height=560, label="Chat",
                              buttons=["copy", "copy_all"], feedback_options=None,
                              placeholder="The model's answers appear here; each GPU launch is "
@@ -612,7 +618,7 @@ class ChatTab:
             show = gr.Button("Open in the CUDA tab's views", elem_id="chat-open", scale=1)
         session = gr.State(None, time_to_live=3 * 3600)
 
-        turn_in = [text, session, mode, thinking, greedy]
+        turn_in = [text, session, mode, thinking, greedy, max_tokens]
         turn_out = [chatbot, session, picker, text]
         for trigger in (text.submit, send.click):
             trigger(self.send, turn_in, turn_out, concurrency_id=GPU, concurrency_limit=1,

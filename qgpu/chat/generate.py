@@ -207,7 +207,7 @@ class ScriptedModel:
     """Plays the given assistant texts, one per call of ``stream``, in small pieces, obeying
     `stop` as a model would (a scripted text that goes on after its tool call is cut there);
     renders prompts with the tiny base's template (or `template`). `prompts` records every
-    prompt it was given."""
+    prompt it was given, `samplings` the settings of each call."""
 
     def __init__(self, turns: Sequence[str], template: str | None = None,
                  piece: int = 7) -> None:
@@ -217,6 +217,7 @@ class ScriptedModel:
         self.template = template or CHAT_TEMPLATE.read_text()
         self.piece = piece
         self.prompts: list[str] = []
+        self.samplings: list[Sampling] = []
 
     def render(self, messages: list[dict], tools: list[dict] | None, thinking: bool) -> str:
         return render_template(self.template, messages, tools, thinking)
@@ -224,6 +225,7 @@ class ScriptedModel:
     def stream(self, prompt: str, sampling: Sampling, stop: Stop | None = None,
                constrain: Constrain | None = None) -> Iterator[str]:
         self.prompts.append(prompt)
+        self.samplings.append(sampling)
         if not self.turns:
             raise UsageError("the scripted model has no assistant turn left")
         script = self.turns.pop(0)

@@ -208,6 +208,14 @@ def test_errors_are_messages_never_tracebacks(textonly, monkeypatch) -> None:
     assert len(empty) == 1 and empty[0][VIEW] == []
 
 
+def test_the_max_tokens_control_bounds_each_reply(textonly) -> None:
+    tab = textonly(["It is 4.", "It is 5."])
+    list(tab.send("2+2?", None, "normal", False, False, 128))
+    list(tab.send("2+3?", None, "normal", False, False))
+    first, second = tab.language_model()[0].samplings
+    assert first.max_new_tokens == 128 and second.max_new_tokens == C.ChatOptions.max_new_tokens
+
+
 def test_stop_and_new_chat(textonly) -> None:
     tab = textonly(["a long answer " * 20])
     gen = tab.send("talk", None, "normal", False, False)
@@ -237,7 +245,7 @@ def test_the_page_has_the_chat_tab(host) -> None:
     demo = create_app(host, chat_generator=ScriptedModel([]))
     ids = {getattr(b, "elem_id", None) for b in demo.blocks.values()}
     assert {"tab-chat", "chat-mode", "chat-input", "chatbot", "chat-thinking", "chat-greedy",
-            "chat-launch", "chat-open", "chat-stop"} <= ids
+            "chat-max-tokens", "chat-launch", "chat-open", "chat-stop"} <= ids
     by_name = {fn.name: fn for fn in demo.fns.values()}
     assert by_name["send"].concurrency_id == by_name["run"].concurrency_id == "gpu"
     assert by_name["send"].concurrency_limit == 1
