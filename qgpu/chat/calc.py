@@ -195,31 +195,33 @@ class Launcher:
                             exact)
 
     @staticmethod
-    def _where(launch, dynamic_shared: int) -> str:
+    def _machine(launch, dynamic_shared: int):
+        """The launch on the reference machine (its RunResult; a fault raises LaunchError)."""
+        from qgpu.machine.interp import run_program
+
+        return run_program(launch.program, grid=launch.grid, block=launch.block,
+                           params=launch.params, memory=launch.memory,
+                           dynamic_shared=dynamic_shared, allocations=launch.allocations)
+
+    @classmethod
+    def _where(cls, launch, dynamic_shared: int) -> str:
         """Where the reference interpreter places the fault the model reported (the model's
         fault token names only its kind and thread block): the kernel's instruction, thread
         and address, so that whoever wrote the kernel can fix it."""
-        from qgpu.machine.interp import run_program
-
         try:
-            run_program(launch.program, grid=launch.grid, block=launch.block,
-                        params=launch.params, memory=launch.memory,
-                        dynamic_shared=dynamic_shared, allocations=launch.allocations)
+            cls._machine(launch, dynamic_shared)
         except LaunchError as e:
             return f"the reference interpreter: {e.message}"
         return "the reference interpreter runs this launch without a fault"
 
-    @staticmethod
-    def _reference(launch, dynamic_shared: int) -> tuple[list[str], list[int] | None]:
+    @classmethod
+    def _reference(cls, launch, dynamic_shared: int) -> tuple[list[str], list[int] | None]:
         """The machine's token stream for a launch and its final memory (None if the launch
         faults: the model must then report the same fault)."""
         from qgpu import protocol as T
-        from qgpu.machine.interp import run_program
 
         try:
-            ref = run_program(launch.program, grid=launch.grid, block=launch.block,
-                              params=launch.params, memory=launch.memory,
-                              dynamic_shared=dynamic_shared, allocations=launch.allocations)
+            ref = cls._machine(launch, dynamic_shared)
         except LaunchError as e:
             if e.fault not in T.FAULTS:
                 raise

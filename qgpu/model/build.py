@@ -96,7 +96,6 @@ def build(
 
     base_key, produce_base = _base_stage(base, kind, revision, stages)
     base_dir = stages.run("base", base_key, produce_base, result.stages)
-    base_inputs = _inputs(base_key)
 
     def produce_merged(tmp: Path) -> None:
         weights = CIRCUITS[circuit](read_text_config(base_dir))
@@ -112,7 +111,7 @@ def build(
         "dtype": dtype,
     }
     merged_dir = stages.run("merged", merge_key, produce_merged, result.stages,
-                            inputs={"base": base_inputs, "circuit": circuit, "dtype": dtype})
+                            inputs={"base": _inputs(base_key), "circuit": circuit, "dtype": dtype})
     _publish(base_dir, result.base)
     _publish(merged_dir, result.merged)
     return result

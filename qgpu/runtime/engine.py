@@ -206,20 +206,19 @@ class Engine:
         layers = []
         for i in range(int(meta["circuit_layers"][1])):
             p = f"{i}."
+            taps = held(t[p + "conv"])
+            mixing = ((taps[:, :-1] != 0).any(1) | (taps[:, -1] != 1)).nonzero().flatten()
             layers.append(EngineLayer(
                 input_scale=scale(p + "input_norm"), post_scale=scale(p + "post_norm"),
                 heads=t[p + "heads"].tolist(),
                 channels=int(t[p + "channels"]), proj=csr(p + "proj"),
-                mixing=torch.empty(0, dtype=torch.long), conv=held(t[p + "conv"]),
+                mixing=mixing, conv=taps[mixing],
                 A_log=t[p + "A_log"].to(device=device, dtype=dtype),
                 dt_bias=t[p + "dt_bias"].to(device=device, dtype=dtype), g=None,
                 decay=None, norm_weight=t[p + "norm"].to(device=device, dtype=dtype),
                 out=csr(p + "out"), gate_up=csr(p + "gate_up"), down=csr(p + "down"),
                 neurons=int(t[p + "down.shape"][1])))
             layer = layers[-1]
-            taps = layer.conv
-            layer.mixing = ((taps[:, :-1] != 0).any(1) | (taps[:, -1] != 1)).nonzero().flatten()
-            layer.conv = taps[layer.mixing]
             nh, crow = len(layer.heads), t[p + "proj.crow"]
             if nh and crow[-1] == crow[-1 - nh]:
                 # a = 0 whatever the input (no weight in its rows): the decay is a constant
@@ -353,16 +352,18 @@ class Engine:
         rows = S.view(nh * dk * B, nc)  # row (h * dk + j) * B + b: entry (h, j, b) of k
         k, q = k.reshape(-1), q.reshape(-1)
 
+        def head(at: torch.Tensor) -> torch.Tensor:
+            """The (head, sequence) rows h * B + b of state rows `at`."""
+            return at // (dk * B) * B + at % B
+
         def read(x: torch.Tensor, at: torch.Tensor) -> torch.Tensor:
             """x's products with the state ([heads * B, channels]) from rows `at`."""
-            head = at // (dk * B) * B + at % B  # h * B + b
             products = rows.index_select(0, at) * x.index_select(0, at)[:, None]
-            return v.new_zeros(nh * B, nc).index_add_(0, head, products)
+            return v.new_zeros(nh * B, nc).index_add_(0, head(at), products)
 
         at = k.nonzero().flatten()
         delta = (v - read(k, at)) * beta
-        rows.index_add_(0, at, k.index_select(0, at)[:, None]
-                        * delta.index_select(0, at // (dk * B) * B + at % B))
+        rows.index_add_(0, at, k.index_select(0, at)[:, None] * delta.index_select(0, head(at)))
         out = read(q, q.nonzero().flatten())
         return out.view(nh, B, nc).transpose(0, 1).reshape(B * nh, nc).to(self.dtype)
 
@@ -376,12 +377,13 @@ class Engine:
         rows, taps = layer.mixing, self.taps
         if not len(rows):
             return x
+        fresh = x.index_select(0, rows)
         if prefill:  # one sequence: zeros before its first token
-            window = F.pad(x.index_select(0, rows), (taps - 1, 0))
+            window = F.pad(fresh, (taps - 1, 0))
             state.conv[i].copy_(window[:, None, -(taps - 1):])
             mixed = (window.float().unfold(1, taps, 1) * layer.conv[:, None]).sum(-1)
         else:
-            window = torch.cat([state.conv[i], x.index_select(0, rows)[:, :, None]], dim=2)
+            window = torch.cat([state.conv[i], fresh[:, :, None]], dim=2)
             state.conv[i] = window[:, :, 1:]
             mixed = (window.float() * layer.conv[:, None]).sum(-1)
         return x.index_copy(0, rows, mixed.to(self.dtype))
