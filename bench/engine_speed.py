@@ -2,7 +2,8 @@
 
 For each dtype, in one process, side by side: the dot product's whole launch (prefill, decode,
 generated tokens/s), a long kernel (prefix_sum, ~2,500 generated tokens), and a batch of 16 suite
-launches run side by side (aggregate generated tokens/s). The stock path (whole merged model in
+launches run side by side (aggregate generated tokens/s); each on the engine's native decode step
+and on its PyTorch step. The stock path (whole merged model in
 stock transformers) costs ~1 s a token on a CPU, so it runs each workload's prefill and its first
 --stock-tokens generated tokens only; the ratios compare generated tokens/s and prefill seconds.
 Every engine run is checked against the reference stream (tokens) and must end exact.
@@ -22,6 +23,7 @@ import resource
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -125,19 +127,23 @@ def main() -> None:
               f"{gm.sparse.resident_bytes() / 2**20:.0f} MiB; stock model loaded in "
               f"{time.perf_counter() - t0:.1f} s; peak RSS "
               f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**10:.0f} MiB")
+        print(f"decode step: {gm.decode_step}; 'pytorch' columns: the engine's PyTorch step "
+              f"(QGPU_NATIVE=0) on the same launches")
         print(f"{'workload':20} {'launches':>8} {'tokens':>7} {'engine s':>9} {'prefill':>8} "
-              f"{'tok/s':>8} | {'stock prefill':>13} {'stock tok/s':>11} | {'x tok/s':>7} "
-              f"{'x prefill':>9}")
+              f"{'tok/s':>8} | {'pytorch tok/s':>13} | {'stock prefill':>13} "
+              f"{'stock tok/s':>11} | {'x tok/s':>7} {'x pytorch':>9} {'x prefill':>9}")
         for name, names in workloads.items():
             run(gm, names[:1], None)  # warm
             e = run(gm, names, None)
+            p = run(replace(gm, native=False), names, None)
             s = timed_stock(stock, names, ns.stock_tokens)
             e_rate = e["generated"] / e["decode"]
+            p_rate = p["generated"] / p["decode"]
             s_rate = s["generated"] / s["decode"]
             print(f"{name:20} {len(names):>8} {e['generated']:>7} {e['wall']:>9.2f} "
-                  f"{e['prefill']:>8.2f} {e_rate:>8.0f} | {s['prefill']:>13.2f} "
-                  f"{s_rate:>11.2f} | {e_rate / s_rate:>7.0f} {s['prefill'] / e['prefill']:>9.0f}",
-                  flush=True)
+                  f"{e['prefill']:>8.2f} {e_rate:>8.0f} | {p_rate:>13.0f} | "
+                  f"{s['prefill']:>13.2f} {s_rate:>11.2f} | {e_rate / s_rate:>7.0f} "
+                  f"{e_rate / p_rate:>9.1f} {s['prefill'] / e['prefill']:>9.0f}", flush=True)
         del gm, stock
 
 

@@ -438,6 +438,7 @@ class Kernel:
             if check else run_launch(model, launch, token_limit=limit)
         info: dict[str, Any] = {"prompt_tokens": run.prompt_tokens,
                                 "generated_tokens": len(run.generated), "engine": model.engine,
+                                "decode_step": model.decode_step,
                                 "seconds": {"load": model.load_seconds, **run.seconds}}
         if check:
             info["exact"] = run.exact

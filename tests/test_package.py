@@ -136,6 +136,7 @@ def test_wheel_ships_every_module_the_kernel_suite_and_the_data(tmp_path: Path) 
     assert suite
     want = {p.relative_to(ROOT).as_posix() for p in modules().values()}
     want |= {f"qgpu/kernels/{p.relative_to(kernels).as_posix()}" for p in suite}
-    want |= {"qgpu/toolchain/cuda_clang.h", "qgpu/model/assets/chat_template.jinja"}
+    want |= {"qgpu/toolchain/cuda_clang.h", "qgpu/model/assets/chat_template.jinja",
+             "qgpu/runtime/engine_native.c"}
     assert sorted(want - names) == []
     assert "qgpu = qgpu.cli:main" in scripts

@@ -141,6 +141,7 @@ class ModelHost:
             "hidden": meta["hidden_size"],
             "dtype": self.gm.dtype,
             "engine": self.gm.engine,
+            "decode_step": self.gm.decode_step,
             "device": str(self.gm.device),
             "resident_mb": round(self.gm.sparse.resident_bytes() / 2**20, 1)
                            if self.gm.engine == "sparse" else None,
@@ -154,8 +155,9 @@ class ModelHost:
         base = ("tiny (offline stand-in: random weights, the Qwen3.5-2B's layer shapes)"
                 if i["tiny"] else i["base"])
         k = f"K = {i['k']}" + (f" ({i['k_used']} used)" if i["k_used"] else "")
-        engine = f"{i['engine']} engine" + (f" ({i['resident_mb']} MB resident)"
-                                            if i["resident_mb"] is not None else "")
+        engine = f"{i['engine']} engine" + (
+            f" ({i['resident_mb']} MB resident, {i['decode_step']} decode step)"
+            if i["resident_mb"] is not None else "")
         return (f"**Loaded:** base `{base}` · **{i['circuit_layers']} circuit layers** in front of "
                 f"{i['base_layers']} base layers · {k} circuit dims (hidden "
                 f"{i['base_hidden']} + {i['k']} = {i['hidden']}) · **{i['dtype']}** · {engine} · "

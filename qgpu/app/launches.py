@@ -412,7 +412,8 @@ def result_json(gm: GpuModel, prep: Prepared, run: ModelRun,
         "args": read_back(prep.place, prep.request.args, run.memory),
         "stats": {"rom_blocks": len(prog.blocks), "instructions": prog.instruction_count()},
         "prompt_tokens": run.prompt_tokens, "generated_tokens": len(run.generated),
-        "engine": gm.engine, "seconds": {"load": gm.load_seconds, **run.seconds},
+        "engine": gm.engine, "decode_step": gm.decode_step,
+        "seconds": {"load": gm.load_seconds, **run.seconds},
     }
     if verdict is not None:
         out["exact"] = verdict.exact

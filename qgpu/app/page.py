@@ -319,8 +319,8 @@ class CudaTab:
         """Launch a CUDA kernel on the GPU inside the model. grid and block: "X" or "X,Y";
         args: the CLI's JSON list (a list of ints is an input array, {"zeros": n} an output
         array, an int a scalar). Returns the CLI's JSON object ({"kernel", "backend", "args",
-        "stats", "prompt_tokens", "generated_tokens", "engine", "seconds"}, with verify also
-        "exact", and "races" and "warnings" if the replay saw data races) or {"error":
+        "stats", "prompt_tokens", "generated_tokens", "engine", "decode_step", "seconds"}, with
+        verify also "exact", and "races" and "warnings" if the replay saw data races) or {"error":
         {"kind", "message"}}."""
         return run_json(self.host.gm, self.host.lock, source, kernel, grid, block, args,
                         dynamic_shared, verify, self.host.token_limit)

@@ -64,6 +64,7 @@ class GpuModel:
     config: dict  # the merged text config
     device: torch.device
     engine: str = "sparse"
+    native: bool = True  # the sparse engine's decode step as one C call where it has one
     load_seconds: float = 0.0
     _loaded: dict = field(default_factory=dict, repr=False)  # shared by with_engine copies
 
@@ -143,9 +144,21 @@ class GpuModel:
                                                  DTYPES[self.dtype], self.device)
         return self._loaded["sparse"]
 
+    @property
+    def decode_step(self) -> str | None:
+        """How the sparse engine runs a decode step: "native" (one C call) or "pytorch (why)";
+        None on the stock path."""
+        if self.engine == "stock":
+            return None
+        if not self.native:
+            return "pytorch (native off)"
+        return "native" if self.sparse.native is not None else \
+            f"pytorch ({self.sparse.native_off})"
+
     def session(self) -> Session:
         """A new batch of launch sequences on this model's engine."""
-        return StockSession(self) if self.engine == "stock" else EngineSession(self.sparse)
+        return StockSession(self) if self.engine == "stock" else \
+            EngineSession(self.sparse, native=self.native)
 
     @property
     def reference(self) -> CircuitReference:

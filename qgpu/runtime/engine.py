@@ -42,6 +42,7 @@ from transformers.models.qwen3_5.modeling_qwen3_5 import torch_chunk_gated_delta
 
 from qgpu.cache import default_cache_dir
 from qgpu.model.merge import tensor_files
+from qgpu.runtime.engine_native import NativeStep, library
 
 if TYPE_CHECKING:
     from qgpu.runtime.checkpoint import OnLayer
@@ -62,6 +63,7 @@ class Projection:
 
     matrix: torch.Tensor  # CSR [out, in], or dense [out, len(cols)]
     cols: torch.Tensor | None  # the input dims a dense matrix reads
+    inputs: int
 
     DENSE_LIMIT = 1 << 16  # entries of a column-compacted dense matrix, beyond its nonzeros
 
@@ -69,8 +71,8 @@ class Projection:
     def of(cls, csr: torch.Tensor) -> Projection:
         cols = csr.col_indices().unique()
         if csr.shape[0] * len(cols) <= 4 * csr.values().numel() + cls.DENSE_LIMIT:
-            return cls(csr.to_dense()[:, cols].contiguous(), cols.long())
-        return cls(csr, None)
+            return cls(csr.to_dense()[:, cols].contiguous(), cols.long(), csr.shape[1])
+        return cls(csr, None, csr.shape[1])
 
     def __matmul__(self, x: torch.Tensor) -> torch.Tensor:
         """self @ x in float32: every sum the circuit makes is exact there, so rounding to the
@@ -79,6 +81,18 @@ class Projection:
         if x.shape[1] == 1:  # one token: the matrix-vector kernel (no matrix product set-up)
             return torch.mv(self.matrix, x[:, 0])[:, None]
         return self.matrix @ x
+
+    def by_columns(self) -> torch.Tensor:
+        """The matrix's columns: the CSR of its transpose ([in, out])."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "sparse CSR support is in beta"
+            if self.cols is not None:
+                dense = self.matrix.new_zeros(self.matrix.shape[0], self.inputs)
+                dense[:, self.cols] = self.matrix
+                return dense.T.to_sparse_csr()
+            csc = self.matrix.to_sparse_csc()
+            return torch.sparse_csr_tensor(csc.ccol_indices(), csc.row_indices(), csc.values(),
+                                           (self.inputs, self.matrix.shape[0]))
 
     def tensors(self) -> list[torch.Tensor]:
         if self.cols is None:
@@ -114,7 +128,8 @@ class EngineLayer:
 
 class EngineState:
     """The recurrent state of a batch of sequences: per layer the conv inputs of the last
-    taps - 1 tokens of the channels that read them ([mixing channels, batch, taps - 1]) and
+    taps - 1 tokens of the channels that read them ([mixing channels, batch, taps - 1],
+    float32 holding values of the model dtype) and
     the delta rule's state of the kept heads and channels ([heads, dk, batch, channels],
     float32: row (h * dk + j) * batch + b is entry j of sequence b's keys for head h, the
     order in which a step holds the keys)."""
@@ -163,6 +178,14 @@ class Engine:
         self.width, self.first_id, self.eps, self.dtype = width, first_id, eps, dtype
         self.dk, self.dv, self.taps = shape["dk"], shape["dv"], shape["taps"]
         self.device = self.embed_base.device
+        self.native: NativeStep | None = None  # the decode step as one C call (CPU)
+        self.native_off = "not a CPU" if self.device.type != "cpu" else ""
+        if not self.native_off and any(layer.heads and layer.g is None for layer in layers):
+            self.native_off = "a GDN layer's decay depends on its input"
+        if not self.native_off:
+            lib, self.native_off = library()
+            if lib is not None:
+                self.native = NativeStep(lib, self)
 
     # --- loading ---------------------------------------------------------------------------
 
@@ -236,8 +259,8 @@ class Engine:
     # --- running ---------------------------------------------------------------------------
 
     def new_state(self, batch: int) -> EngineState:
-        conv = [torch.zeros(len(layer.mixing), batch, self.taps - 1, dtype=self.dtype,
-                            device=self.device) for layer in self.layers]
+        conv = [torch.zeros(len(layer.mixing), batch, self.taps - 1, device=self.device)
+                for layer in self.layers]
         rec = [torch.zeros(len(layer.heads), self.dk, batch, layer.channels,
                            device=self.device) for layer in self.layers]
         return EngineState(conv, rec, self.layers, self.dv)
@@ -399,7 +422,8 @@ class Engine:
         return torch.mv(rows.T, x[live, 0]).to(self.dtype).float()[None]
 
     def resident_bytes(self) -> int:
-        """Bytes the engine holds (weights and embedding; not the per-launch state)."""
+        """Bytes the engine holds (weights and embedding, the native step's forms of them;
+        not the per-launch state)."""
         tensors = [self.embed_base, self.embed_cols, self.embed_vals, self.select_rows,
                    self.select_csr.crow_indices(), self.select_csr.col_indices(),
                    self.select_csr.values()]
@@ -407,15 +431,18 @@ class Engine:
             tensors += [layer.conv, layer.A_log, layer.dt_bias, layer.norm_weight]
             for proj in (layer.proj, layer.out, layer.gate_up, layer.down):
                 tensors += proj.tensors()
-        return sum(t.numel() * t.element_size() for t in tensors)
+        if self.native is not None:  # its own forms (packed columns) of what it reads
+            tensors += self.native.tensors
+        held = {t.data_ptr(): t.numel() * t.element_size() for t in tensors}
+        return sum(held.values())
 
 
 class EngineSession:
     """One batch on the engine: each prompt prefilled on its own (no padding), then one decode
     step for the running rows only (finished rows leave the batch)."""
 
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
+    def __init__(self, engine: Engine, native: bool = True) -> None:
+        self.engine, self.native = engine, native
         self.rows: list[int] = []  # the batch rows `state` holds, in its order
         self.state: EngineState | None = None
 
@@ -432,16 +459,24 @@ class EngineSession:
         return chosen
 
     def step(self, ids: list[int | None], on_layer: OnLayer | None = None) -> list[int]:
-        running = [b for b, i in enumerate(ids) if i is not None]
+        """One token for each running sequence: the native step where the engine has one
+        (and the tokens are circuit tokens), else the PyTorch step."""
+        engine, running = self.engine, [b for b, i in enumerate(ids) if i is not None]
         if running != self.rows:
             self.state = self.state.select([self.rows.index(b) for b in running])
             self.rows = running
-        feed = torch.tensor([[ids[b]] for b in running], device=self.engine.device)
+        feed = [ids[b] for b in running]
         hook = None if on_layer is None else \
             lambda i, h: [on_layer(i, b, h[:, j:j + 1].T) for j, b in enumerate(running)]
-        logits = self.engine.forward(feed, self.state, prefill=False, on_layer=hook)
+        if engine.native is not None and self.native and all(
+                0 <= i - engine.first_id < engine.select_rows.shape[1] for i in feed):
+            picked = engine.native.step(feed, self.state, hook)
+        else:
+            logits = engine.forward(torch.tensor(feed, device=engine.device)[:, None],
+                                    self.state, prefill=False, on_layer=hook)
+            picked = engine.greedy(logits)
         chosen = [0] * len(ids)
-        for b, c in zip(running, self.engine.greedy(logits), strict=True):
+        for b, c in zip(running, picked, strict=True):
             chosen[b] = c
         return chosen
 

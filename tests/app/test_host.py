@@ -37,7 +37,8 @@ def test_the_hub_is_not_asked_when_offline(monkeypatch) -> None:
 def test_header_says_what_is_loaded(host) -> None:
     info = host.info()
     assert (info["base"], info["tiny"], info["circuit_layers"], info["dtype"], info["engine"],
-            info["device"]) == ("tiny", True, 43, "float32", "sparse", "cpu")
+            info["decode_step"], info["device"]) == ("tiny", True, 43, "float32", "sparse",
+                                                     "native", "cpu")
     assert info["hidden"] == info["base_hidden"] + info["k"] and info["k_used"] <= info["k"]
     header = host.header_markdown()
     for text in ("43 circuit layers", f"K = {info['k']}", "float32", "sparse engine", "cpu"):

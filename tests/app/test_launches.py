@@ -74,7 +74,7 @@ def test_run_cuda_json_is_the_clis(gpu) -> None:
                      f["args"], f["dynamic_shared"], verify_run=True)
     assert out["args"] == [[1, 2, 3], [4, 5, 6], [32], 3]
     assert set(out) == {"kernel", "backend", "args", "stats", "prompt_tokens",
-                        "generated_tokens", "engine", "seconds", "exact"}
+                        "generated_tokens", "engine", "decode_step", "seconds", "exact"}
     assert (out["backend"], out["prompt_tokens"], out["generated_tokens"], out["exact"]) \
         == ("model", 132, 30, True)
     assert S.run_json(gpu, threading.Lock(), "", None, "1", "1", "[]") \

@@ -5,6 +5,7 @@ computes from the checkpoint's tensors only, and a changed weight changes what i
 
 import ast
 import hashlib
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -15,8 +16,17 @@ from qgpu.circuits.gpu.compiled import gpu_schedule
 from qgpu.compiler.schedule import LayerShape
 from qgpu.driver import compile_file, compile_source, place_arguments
 from qgpu.errors import LaunchError
-from qgpu.runtime import Divergence, GpuModel, ModelRun, run_batch, run_checked, run_launch
+from qgpu.runtime import (
+    Divergence,
+    GpuModel,
+    ModelRun,
+    engine_native,
+    run_batch,
+    run_checked,
+    run_launch,
+)
 from qgpu.runtime import engine as engine_module
+from qgpu.runtime.engine_native import NativeStep
 from qgpu.suite import runner
 from qgpu.suite.runner import by_name
 
@@ -97,14 +107,16 @@ def test_the_engine_is_the_stock_model_token_by_token(build_dir, dtype: str) -> 
     barrier, loops), a fault and a runaway launch side by side in one batch, and a launch whose
     registers spill to local memory, on each path."""
     gm = GpuModel.load(build_dir, dtype=dtype)
+    assert gm.sparse.native is not None, gm.sparse.native_off  # CI has a C compiler
     limit = TOKEN_LIMIT[dtype]
     for batch in launches():
-        sparse = trace(gm, batch, limit)
         stock = trace(gm.with_engine("stock"), batch, limit)
-        for b in range(len(batch)):
-            assert sparse[0][b] == stock[0][b], f"launch {b}: outcome"
-            for i, (s, t) in enumerate(zip(sparse[1][b], stock[1][b], strict=True)):
-                assert s == t, f"launch {b}, generated token {i}: {s[0]} vs {t[0]}"
+        for step in ("native", "pytorch"):
+            sparse = trace(replace(gm, native=step == "native"), batch, limit)
+            for b in range(len(batch)):
+                assert sparse[0][b] == stock[0][b], f"{step} step, launch {b}: outcome"
+                for i, (s, t) in enumerate(zip(sparse[1][b], stock[1][b], strict=True)):
+                    assert s == t, f"{step} step, launch {b}, generated token {i}: {s[0]} vs {t[0]}"
         # every launch ran to its end, its fault or the limit
         assert all(kind == "ModelRun" or "fault" in what or "did not end within" in what
                    for kind, what, _ in sparse[0]), sparse[0]
@@ -116,24 +128,29 @@ def test_the_engine_is_the_stock_model_token_by_token(build_dir, dtype: str) -> 
             assert (sparse[0][1][0] == "ModelRun") == (limit >= 57), sparse[0][1]
 
 
-def test_a_changed_weight_changes_the_engine(gpu) -> None:
+@pytest.mark.parametrize("native", [True, False], ids=["native", "pytorch"])
+def test_a_changed_weight_changes_the_engine(gpu, native: bool) -> None:
     """The engine reads the checkpoint's weights: take away the down projection of the rule
-    group that writes ``cur.m`` (the last EXEC's lanes) in the engine's own tensors, and
-    ``--check`` stops at that group's layer, naming the feature."""
+    group that writes ``cur.m`` (the last EXEC's lanes) in the engine's own tensors (which the
+    native step re-encodes when it is bound), and ``--check`` stops at that group's layer,
+    naming the feature."""
+    engine, gm = gpu.sparse, replace(gpu, native=native)
     sched = gpu_schedule(LayerShape.from_config(gpu.config))
     layer, _ = sched.neurons["cur.m"]
-    down = gpu.sparse.layers[layer].down.matrix  # CSR
+    down = engine.layers[layer].down.matrix  # CSR
     crow, values = down.crow_indices(), down.values()
     rows = [v for d in sched.dims["cur.m"] for v in range(int(crow[d]), int(crow[d + 1]))]
-    kept = values[rows].clone()
+    kept, bound = values[rows].clone(), engine.native
     try:
         values[rows] = 0
+        engine.native = NativeStep(bound.lib, engine)
         with pytest.raises(Divergence) as err:
-            run_launch(gpu, suite_launch("copy"), check_layers=True)
+            run_launch(gm, suite_launch("copy"), check_layers=True)
     finally:
         values[rows] = kept
+        engine.native = bound
     assert f"circuit layer {layer} left the reference semantics: cur.m[" in err.value.message
-    assert run_launch(gpu, suite_launch("copy")).generated[-1] == T.name("end")
+    assert run_launch(gm, suite_launch("copy")).generated[-1] == T.name("end")
 
 
 def test_a_launch_that_spills_is_exact_on_the_engine(gpu) -> None:
@@ -161,7 +178,12 @@ def test_the_engine_computes_from_the_checkpoint_only() -> None:
     tree = ast.parse(Path(engine_module.__file__).read_text())
     imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
                 and n.module and n.module.startswith("qgpu")}
-    assert imported <= {"qgpu.cache", "qgpu.model.merge", "qgpu.runtime.checkpoint"}, imported
+    assert imported <= {"qgpu.cache", "qgpu.model.merge", "qgpu.runtime.checkpoint",
+                        "qgpu.runtime.engine_native"}, imported
+    tree = ast.parse(Path(engine_native.__file__).read_text())
+    imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+                and n.module and n.module.startswith("qgpu")}
+    assert imported <= {"qgpu.cache", "qgpu.runtime.engine"}, imported
 
 
 def test_a_failed_launch_says_why(gpu) -> None:

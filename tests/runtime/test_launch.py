@@ -47,8 +47,9 @@ def test_the_model_runs_a_launch_with_no_interpreter(gpu, monkeypatch) -> None:
     monkeypatch.setattr(interp._Launch, "run", unavailable)
     result = kernel.launch(grid=k.grid, block=k.block, args=args, backend="model", model=gpu)
     assert result.args == want
-    assert {k: result.model[k] for k in ("prompt_tokens", "generated_tokens", "engine")} == \
-        {"prompt_tokens": 316, "generated_tokens": 57, "engine": "sparse"}
+    assert {k: result.model[k] for k in ("prompt_tokens", "generated_tokens", "engine",
+                                         "decode_step")} == \
+        {"prompt_tokens": 316, "generated_tokens": 57, "engine": "sparse", "decode_step": "native"}
     assert set(result.model["seconds"]) == {"load", "prefill", "decode"}
 
 
