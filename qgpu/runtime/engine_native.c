@@ -61,17 +61,44 @@ static inline float rd(float x, int bf16) {
     return x;
 }
 
-/* exp(-x) where it decides a value; elsewhere the value any exp gives: for x >= 17,
+/* exp(-x) only where it decides a value; elsewhere the value any exp gives: for x >= 17,
    exp(-x) < 2^-24 and 1 + exp(-x) rounds to 1; for x <= -89, exp(-x) overflows to inf (as
-   PyTorch's does). Most of the circuit's gates sit at 0, 32 or -96 and below. */
-static inline float one_plus_exp_neg(float x) {
-    if (x >= 17.0f) return 1.0f;
-    if (x <= -89.0f) return INFINITY;
-    return 1.0f + expf(-x);
+   PyTorch's does), so x / (1 + exp(-x)) is -0 and 1 / (1 + exp(-x)) is 0. Most of the
+   circuit's gates sit at 0, 32 or -96 and below: silu(x) is x itself (x >= 17 or 0) or -0
+   (x <= -89), with no exp. */
+static inline int silu_plain(float x) { return (x >= 17.0f) | (x == 0.0f); }
+static inline int silu_off(float x) { return x <= -89.0f; }
+
+static inline float silu(float x) {
+    if (silu_plain(x)) return x;
+    if (silu_off(x)) return -0.0f;
+    return x / (1.0f + expf(-x));
 }
 
-static inline float silu(float x) { return x == 0.0f ? x : x / one_plus_exp_neg(x); }
-static inline float sigmoid(float x) { return 1.0f / one_plus_exp_neg(x); }
+/* out = rd(rd(silu(x)) * (up ? up : 1)) over n values of the model dtype: one pass the
+   compiler vectorises for the values that need no exp, then exp for the others, if any. */
+static void silu_all(const float *x, const float *up, size_t n, int bf16, float *out) {
+    int rest = 0;
+    for (size_t i = 0; i < n; i++) {
+        float g = x[i];
+        int off = silu_off(g);
+        rest |= !(silu_plain(g) | off);
+        float a = off ? -0.0f : g;
+        out[i] = up ? rd(a * up[i], bf16) : a;
+    }
+    if (rest)
+        for (size_t i = 0; i < n; i++)
+            if (!(silu_plain(x[i]) | silu_off(x[i]))) {
+                float a = rd(silu(x[i]), bf16);
+                out[i] = up ? rd(a * up[i], bf16) : a;
+            }
+}
+
+static inline float sigmoid(float x) {
+    if (x >= 17.0f) return 1.0f;
+    if (x <= -89.0f) return 0.0f;
+    return 1.0f / (1.0f + expf(-x));
+}
 
 /* Qwen3_5RMSNorm over the merged width (base dims are 0): x = rd(h * rsqrt(mean) * scale). */
 static void rms_factors(const Model *m, const float *h, int B, float *r) {
@@ -189,7 +216,7 @@ static void gdn(const Model *m, const Layer *L, float *h, float *conv, float *S,
             row[b] = rd(acc, bf);
         }
     }
-    for (size_t i = 0; i < (size_t)nqkv * B; i++) y[i] = rd(silu(y[i]), bf);
+    silu_all(y, NULL, (size_t)nqkv * B, bf, y);
 
     const float *zrows = y + (size_t)nqkv * B, *brows = zrows + (size_t)nh * nc * B;
     for (int b = 0; b < B; b++)
@@ -264,23 +291,101 @@ static void gdn(const Model *m, const Layer *L, float *h, float *conv, float *S,
 static void mlp(const Model *m, const Layer *L, float *h, int B, float *work) {
     const int N = L->neurons, K = m->dims, bf = m->bf16;
     float *r = work, *x = r + B, *gu = x + (size_t)K * B, *o = gu + (size_t)2 * N * B;
+    float *act = o + (size_t)K * B;
     norm(m, h, L->post_scale, B, r, x);
     product(&L->gate_up, x, B, bf, gu);
-    for (size_t i = 0; i < (size_t)N * B; i++) {
-        float a = rd(silu(gu[i]), bf);
-        gu[i] = rd(a * gu[(size_t)N * B + i], bf);
-    }
-    product(&L->down, gu, B, bf, o);
+    silu_all(gu, gu + (size_t)N * B, (size_t)N * B, bf, act);
+    product(&L->down, act, B, bf, o);
     residual_add(h, o, K * B, bf);
 }
 
+/* The greedy choice so far: the first of equal maxima; a NaN is the maximum (as max). */
+static inline void pick(float l, int v, float *top, int32_t *best) {
+    int take = (*best < 0) | (l > *top) | ((l != l) & (*top == *top));
+    *top = take ? l : *top;
+    *best = take ? v : *best;
+}
+
+/* pick() over logits l[0, v1 - v0) of tokens v0.. of one sequence: their maximum in 16
+   independent lanes (a loop the compiler vectorises), then its first token. */
+static void pick_one(const float *l, int v0, int v1, float *top, int32_t *best) {
+    float lane[16];
+    int n = v1 - v0, nan = 0, i = 0;
+    for (int k = 0; k < 16; k++) lane[k] = l[0];
+    for (; i + 16 <= n; i += 16)
+        for (int k = 0; k < 16; k++) {
+            float x = l[i + k];
+            nan |= x != x;
+            lane[k] = x > lane[k] ? x : lane[k];
+        }
+    float most = lane[0];
+    for (int k = 1; k < 16; k++) most = lane[k] > most ? lane[k] : most;
+    for (; i < n; i++) {
+        nan |= l[i] != l[i];
+        most = l[i] > most ? l[i] : most;
+    }
+    if (nan) { /* the first NaN, if the choice so far is not one */
+        for (i = 0; i < n; i++) pick(l[i], v0 + i, top, best);
+        return;
+    }
+    if (*best >= 0 && !(most > *top)) return;
+    for (i = 0; l[i] != most; i++) {}
+    pick(l[i], v0 + i, top, best);
+}
+
+enum { HEAD_SLICE = 1 << 16 };
+/* The tied head and the greedy choice over the circuit tokens, HEAD_SLICE / B tokens at a
+   time: the live dims' columns add into a [tokens][batch] slice that stays in the cache (256
+   KB), and the slice is picked from before the next. cursor: `selected` ints; slice:
+   HEAD_SLICE + B floats. */
+static void head(const Model *m, const float *xs, int B, int32_t *cursor, float *slice,
+                 float *top, int32_t *best) {
+    const Csc *w = &m->select;
+    for (int c = 0; c < w->cols; c++) cursor[c] = w->ptr[c];
+    for (int b = 0; b < B; b++) best[b] = -1;
+    const int block = B < HEAD_SLICE ? HEAD_SLICE / B : 1;
+    for (int v0 = 0; v0 < m->vocab; v0 += block) {
+        int v1 = v0 + block < m->vocab ? v0 + block : m->vocab;
+        memset(slice, 0, sizeof(float) * (size_t)(v1 - v0) * B);
+        for (int c = 0; c < w->cols; c++) {
+            const float *xc = xs + (size_t)c * B;
+            int any = 0;
+            for (int b = 0; b < B; b++) any |= xc[b] != 0.0f;
+            if (!any) continue; /* a zero input adds 0 to every logit */
+            int32_t p = cursor[c], end = w->ptr[c + 1];
+            if (B == 1)
+                for (; p < end && w->idx[p] < v1; p++) {
+                    float t = w->val[p] * xc[0];
+                    slice[w->idx[p] - v0] += t;
+                }
+            else
+                for (; p < end && w->idx[p] < v1; p++) {
+                    float v = w->val[p], *yr = slice + (size_t)(w->idx[p] - v0) * B;
+                    for (int b = 0; b < B; b++) {
+                        float t = v * xc[b];
+                        yr[b] += t;
+                    }
+                }
+            cursor[c] = p;
+        }
+        if (m->bf16)
+            for (size_t i = 0; i < (size_t)(v1 - v0) * B; i++) slice[i] = rd(slice[i], 1);
+        if (B == 1)
+            pick_one(slice, v0, v1, top, best);
+        else
+            for (int v = v0; v < v1; v++)
+                for (int b = 0; b < B; b++)
+                    pick(slice[(size_t)(v - v0) * B + b], v, top + b, best + b);
+    }
+}
+
 size_t qgpu_step_work(const Model *m, int B) {
-    size_t most = ((size_t)m->vocab + m->selected + 2) * B;
+    size_t most = ((size_t)m->selected + 3) * B + HEAD_SLICE + m->selected;
     for (int i = 0; i < m->layers; i++) {
         const Layer *L = m->layer + i;
         size_t g = (size_t)B * (1 + 2 * m->dims + L->proj.rows + L->heads * L->channels)
                    + 2 * m->dk + 2 * L->channels;
-        size_t f = (size_t)B * (1 + 2 * m->dims + 2 * L->neurons);
+        size_t f = (size_t)B * (1 + 2 * m->dims + 3 * L->neurons);
         if (g > most) most = g;
         if (f > most) most = f;
     }
@@ -312,8 +417,8 @@ void qgpu_step(const Model *m, const int64_t *ids, int B, float *const *conv,
     }
     /* the final norm on the selection dims and the tied head over the circuit tokens */
     rms_factors(m, h, B, r);
-    float *xs = rest, *logit = xs + (size_t)m->selected * B, *top = logit + (size_t)m->vocab * B;
-    int32_t *best = (int32_t *)(top + B);
+    float *xs = rest, *top = xs + (size_t)m->selected * B, *slice = top + 2 * B;
+    int32_t *best = (int32_t *)(top + B), *cursor = (int32_t *)(slice + HEAD_SLICE + B);
     for (int i = 0; i < m->selected; i++) {
         int64_t d = m->select_dims[i];
         for (int b = 0; b < B; b++) {
@@ -322,17 +427,6 @@ void qgpu_step(const Model *m, const int64_t *ids, int B, float *const *conv,
             xs[i * B + b] = rd(v, bf);
         }
     }
-    product(&m->select, xs, B, bf, logit);
-    for (int b = 0; b < B; b++) {
-        top[b] = logit[b];
-        best[b] = 0;
-    }
-    for (int v = 1; v < m->vocab; v++) /* the first of equal maxima; NaN is the maximum */
-        for (int b = 0; b < B; b++) {
-            float l = logit[(size_t)v * B + b], t = top[b];
-            int take = l > t || (l != l && t == t);
-            top[b] = take ? l : t;
-            best[b] = take ? v : best[b];
-        }
+    head(m, xs, B, cursor, slice, top, best);
     for (int b = 0; b < B; b++) chosen[b] = top[b] > 0.0f ? m->first_id + best[b] : 0;
 }

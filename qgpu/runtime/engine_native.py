@@ -137,7 +137,7 @@ class NativeStep:
             slot.input_scale, slot.post_scale = self._ptr(layer.input_scale), \
                 self._ptr(layer.post_scale)
             for name in ("proj", "out", "gate_up", "down"):
-                setattr(slot, name, self._csc(getattr(layer, name).by_columns()))
+                setattr(slot, name, self._columns(getattr(layer, name).by_columns()))
             slot.mix_rows = self._ptr(layer.mixing.int())
             slot.taps = self._ptr(layer.conv)
             slot.decay = self._ptr(None if layer.decay is None else layer.decay.flatten())
@@ -155,7 +155,7 @@ class NativeStep:
         m.select_scale = self._ptr(engine.select_scale)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # "sparse CSR support is in beta"
-            m.select = self._csc(engine.select_rows.to_sparse_csr())  # by columns of [vocab, dims]
+            m.select = self._columns(engine.select_rows.to_sparse_csr())  # of [vocab, dims]
         self.model = m
 
     def _ptr(self, t: torch.Tensor | None) -> int | None:
@@ -165,19 +165,22 @@ class NativeStep:
         self.tensors.append(t)
         return t.data_ptr()
 
-    def _csc(self, by_columns: torch.Tensor) -> _Csc:
-        """A matrix given as the CSR of its transpose ([in, out]), i.e. its columns; packed
-        (row << 16 | bfloat16 bits, 4 bytes an entry) where every value is exact in bfloat16
-        and the rows are fewer than 65,536."""
-        ptr, rows, values = (by_columns.crow_indices().int(), by_columns.col_indices(),
-                             by_columns.values().float())
-        shape = (by_columns.shape[1], by_columns.shape[0])
+    def _compressed(self, m: torch.Tensor, shape: tuple[int, int], bound: int) -> _Csc:
+        """A CSR tensor's pointers and entries (their indices below `bound`) as the C struct
+        with `shape` (rows, cols); packed (index << 16 | bfloat16 bits, 4 bytes an entry) where
+        every value is exact in bfloat16 and `bound` is at most 65,536."""
+        ptr, idx, values = m.crow_indices().int(), m.col_indices(), m.values().float()
         halves = values.to(torch.bfloat16)
-        if self.pack and shape[0] <= 1 << 16 and torch.equal(halves.float(), values):
-            packed = (rows.long() << 16) | (halves.view(torch.int16).long() & 0xFFFF)
+        if self.pack and bound <= 1 << 16 and torch.equal(halves.float(), values):
+            packed = (idx.long() << 16) | (halves.view(torch.int16).long() & 0xFFFF)
             packed = torch.where(packed >= 1 << 31, packed - (1 << 32), packed)  # as uint32
             return _Csc(self._ptr(ptr), self._ptr(packed.int()), None, None, *shape)
-        return _Csc(self._ptr(ptr), None, self._ptr(rows.int()), self._ptr(values), *shape)
+        return _Csc(self._ptr(ptr), None, self._ptr(idx.int()), self._ptr(values), *shape)
+
+    def _columns(self, by_columns: torch.Tensor) -> _Csc:
+        """A matrix by its columns, given as the CSR of its transpose ([in, out])."""
+        inputs, outputs = by_columns.shape
+        return self._compressed(by_columns, (outputs, inputs), bound=outputs)
 
     def step(self, ids: list[int], state: EngineState,
              on_layer: Callable[[int, torch.Tensor], None] | None = None) -> list[int]:
