@@ -176,7 +176,7 @@ def test_verify_carries_the_replays_races_to_the_result_panel() -> None:
 
     from qgpu.runtime import ModelRun
 
-    out = S.result_json(SimpleNamespace(engine="sparse", load_seconds=0.0), prep,
-                        ModelRun(ref.memory, 0, []), v)
+    gm = SimpleNamespace(engine="sparse", decode_step="native", load_seconds=0.0)
+    out = S.result_json(gm, prep, ModelRun(ref.memory, 0, []), v)
     assert out["exact"] is True and out["warnings"] == [r.message() for r in v.races]
     assert [r["word"] for r in out["races"]] == [0, 1, 2, 3]
