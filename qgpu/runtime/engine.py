@@ -16,7 +16,10 @@ in float32 (the numerics contract, docs/ARCHITECTURE.md §3), so the order of th
 cannot change a value; tests/runtime/test_engine.py compares tokens and every bank's state with
 the stock path's after every token, in float32 and bfloat16.
 
-Activations are held as columns ([dims, tokens]), the layout CSR products want.
+Activations are held as columns ([dims, tokens]), the layout CSR products want. On a CPU a
+decode step runs as one native call (engine_native.py: the same operations and rounding points
+in C, no per-operation dispatch); this module's PyTorch step is the prompt's path, the CUDA
+path, and the fallback where no C compiler is found.
 
 Honest by construction: everything here is computed from the checkpoint's tensors (nothing
 from the circuit's graph, the evaluator or the interpreter); the sparse form is a lossless
