@@ -17,7 +17,6 @@
 
 #include <math.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 
 typedef struct { /* a matrix by columns: column c's entries [ptr[c], ptr[c+1]) */

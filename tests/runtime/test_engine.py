@@ -172,17 +172,20 @@ def test_the_engine_keeps_only_what_is_nonzero(gpu) -> None:
     assert engine.resident_bytes() < 200e6
 
 
+def qgpu_imports(module) -> set[str]:
+    """The qgpu modules a module's source imports from."""
+    tree = ast.parse(Path(module.__file__).read_text())
+    return {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+            and n.module and n.module.startswith("qgpu")}
+
+
 def test_the_engine_computes_from_the_checkpoint_only() -> None:
-    """No evaluator, interpreter or circuit graph at run time: the engine's module imports
-    nothing of qgpu but the cache rule and the checkpoint's file list."""
-    tree = ast.parse(Path(engine_module.__file__).read_text())
-    imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
-                and n.module and n.module.startswith("qgpu")}
+    """No evaluator, interpreter or circuit graph at run time: the engine's modules import
+    nothing of qgpu but the cache rule, the checkpoint's file list and each other."""
+    imported = qgpu_imports(engine_module)
     assert imported <= {"qgpu.cache", "qgpu.model.merge", "qgpu.runtime.checkpoint",
                         "qgpu.runtime.engine_native"}, imported
-    tree = ast.parse(Path(engine_native.__file__).read_text())
-    imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
-                and n.module and n.module.startswith("qgpu")}
+    imported = qgpu_imports(engine_native)
     assert imported <= {"qgpu.cache", "qgpu.runtime.engine"}, imported
 
 
