@@ -26,7 +26,7 @@ from typing import Any, Protocol
 
 from qgpu.chat.errors import ArithmeticFault
 from qgpu.chat.expression import Node, format_expression, parse
-from qgpu.chat.plan import Step, Value, check, children, data, plan_step, shape
+from qgpu.chat.plan import Step, Value, check, data, labelled, operands_of, plan_step, shape
 from qgpu.driver import SUITE_DIR, Kernel, load_ptx, read_back
 from qgpu.errors import LaunchError, UsageError
 
@@ -269,14 +269,16 @@ class CalcResult:
 
 def evaluate(node: Node, launcher: Launcher,
              on_launch: Callable[[LaunchRecord], None] | None = None) -> tuple[Value, list]:
-    """The value of a checked tree, children first, one launch per operation."""
+    """The value of a checked tree, children first, one launch per operation (a postorder
+    walk with a value stack: no recursion, however long a chain)."""
     launches: list[LaunchRecord] = []
-
-    def walk(n: Node) -> Value:
-        operands = [walk(c) for c in children(n)]
-        step = plan_step(n, operands)
+    values: list[Value] = []
+    for n, what in labelled(node):
+        operands = operands_of(n, values)
+        step = plan_step(n, operands, what)
         if step is None:
-            return data(n, operands)
+            values.append(data(n, operands))
+            continue
         record = launcher.run(step)
         launches.append(record)
         if on_launch is not None:
@@ -284,9 +286,9 @@ def evaluate(node: Node, launcher: Launcher,
         raise_flags(step, record.result)
         value = step.result(record.result)
         assert shape(value) == step.shape
-        return value
-
-    return walk(node), launches
+        values.append(value)
+    (value,) = values
+    return value, launches
 
 
 def calc(expression: str, launcher: Launcher | None = None, *,

@@ -12,6 +12,12 @@ new array. A minus sign directly before an integer is part of the literal (``-5`
 a launch); every other minus is arithmetic. Integers are the machine's: int32, so a literal
 outside -2147483648..2147483647 is rejected. ``FUNCTIONS`` lists the names and their
 argument counts; the planner (plan.py) gives them and the operators their meaning.
+
+Limits (docs/CHAT.md): at most ``MAX_LENGTH`` characters, ``MAX_DEPTH`` levels of nesting
+(brackets, calls, parentheses, minus signs: the parser recurses on these only) and
+``MAX_OPERATIONS`` operations, each of which is one GPU launch. A chain such as ``1 + 1 + ... + 1``
+is read in a loop, and every walk over the tree (``format_expression``, the planner, the
+evaluator) keeps its own stack, so a long chain needs no Python recursion.
 """
 
 from __future__ import annotations
@@ -23,7 +29,8 @@ from qgpu.chat.errors import ParseError
 
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 MAX_LENGTH = 4000  # characters
-MAX_DEPTH = 40  # nesting of brackets, calls and operators
+MAX_DEPTH = 40  # nesting of brackets, calls, parentheses and minus signs
+MAX_OPERATIONS = 1000  # operators, minus signs and calls: each is one GPU launch
 
 FUNCTIONS = {
     "sum": 1, "min": 1, "max": 1, "argmin": 1, "argmax": 1, "sort": 1, "cumsum": 1,
@@ -114,6 +121,7 @@ class _Parser:
         self.toks = _tokens(text)
         self.i = 0
         self.depth = 0
+        self.operations = 0  # BinOp, Neg and Call nodes: the launches the expression takes
 
     @property
     def tok(self) -> _Tok:
@@ -138,6 +146,7 @@ class _Parser:
         while self.tok.text in ("+", "-"):
             op = self.take()
             node = BinOp(op.text, node, self.term(), op.pos)
+            self.operations += 1
         self.depth -= 1
         return node
 
@@ -146,6 +155,7 @@ class _Parser:
         while self.tok.text in ("*", "//", "%", "@"):
             op = self.take()
             node = BinOp(op.text, node, self.unary(), op.pos)
+            self.operations += 1
         return node
 
     def unary(self) -> Node:
@@ -158,6 +168,7 @@ class _Parser:
             return self.integer(self.take(), -1, minus.pos)
         self.nest()
         node = Neg(self.unary(), minus.pos)
+        self.operations += 1
         self.depth -= 1
         return node
 
@@ -211,6 +222,7 @@ class _Parser:
             if len(args) != want:
                 raise _error(self.text, tok.pos, f"{name} takes {want} argument"
                                                  f"{'s' if want > 1 else ''}, not {len(args)}")
+            self.operations += 1
             return Call(name, args, tok.pos)
         found = "the end of the expression" if tok.kind == "end" else repr(tok.text)
         raise _error(self.text, tok.pos, f"expected a number, a vector, a function or '(', "
@@ -218,7 +230,8 @@ class _Parser:
 
 
 def parse(text: str) -> Node:
-    """The tree of an expression (ParseError, kind "parse", names the place of a mistake)."""
+    """The tree of an expression (ParseError, kind "parse", names the place of a mistake, or
+    the limit an expression exceeds)."""
     if not isinstance(text, str) or not text.strip():
         raise ParseError("the expression is empty")
     if len(text) > MAX_LENGTH:
@@ -227,29 +240,49 @@ def parse(text: str) -> Node:
     node = p.expr()
     if p.tok.kind != "end":
         raise _error(text, p.tok.pos, f"unexpected {p.tok.text!r} after a complete expression")
+    if p.operations > MAX_OPERATIONS:
+        raise ParseError(f"the expression has {p.operations} operations; at most "
+                         f"{MAX_OPERATIONS} (MAX_OPERATIONS: each operation is one GPU launch)")
     return node
 
 
 _PRECEDENCE = {"+": 1, "-": 1, "*": 2, "//": 2, "%": 2, "@": 2}
 
 
-def format_expression(node: Node) -> str:
-    """The canonical text of a tree: Python spacing, only the parentheses it needs."""
-    if isinstance(node, Num):
-        return str(node.value)
-    if isinstance(node, Array):
-        return "[" + ", ".join(format_expression(i) for i in node.items) + "]"
-    if isinstance(node, Call):
-        return f"{node.name}(" + ", ".join(format_expression(a) for a in node.args) + ")"
+def pieces(node: BinOp | Neg | Array | Call) -> list[Node | str]:
+    """An operation's or bracket's canonical text as pieces: strings, and its children (in
+    the order of ``plan.children``) where their own text goes."""
+    if isinstance(node, Array | Call):
+        inner = node.items if isinstance(node, Array) else node.args
+        out: list[Node | str] = ["[" if isinstance(node, Array) else f"{node.name}("]
+        for k, sub in enumerate(inner):
+            out += [", ", sub] if k else [sub]
+        return [*out, "]" if isinstance(node, Array) else ")"]
     if isinstance(node, Neg):
-        inner = format_expression(node.operand)
         bare = isinstance(node.operand, Array | Call) or \
             isinstance(node.operand, Num) and node.operand.value >= 0
-        return f"-{inner}" if bare else f"-({inner})"
+        return ["-", node.operand] if bare else ["-(", node.operand, ")"]
     prec = _PRECEDENCE[node.op]
-    left, right = format_expression(node.left), format_expression(node.right)
+    left: list[Node | str] = [node.left]
+    right: list[Node | str] = [node.right]
     if isinstance(node.left, BinOp) and _PRECEDENCE[node.left.op] < prec:
-        left = f"({left})"
+        left = ["(", node.left, ")"]
     if isinstance(node.right, BinOp) and _PRECEDENCE[node.right.op] <= prec:
-        right = f"({right})"
-    return f"{left} {node.op} {right}"
+        right = ["(", node.right, ")"]
+    return [*left, f" {node.op} ", *right]
+
+
+def format_expression(node: Node) -> str:
+    """The canonical text of a tree: Python spacing, only the parentheses it needs. Iterative
+    (a stack of pieces still to write), so a chain of any length formats in linear time."""
+    out: list[str] = []
+    todo: list[Node | str] = [node]  # popped from the end: pushed in reverse order
+    while todo:
+        item = todo.pop()
+        if isinstance(item, str):
+            out.append(item)
+        elif isinstance(item, Num):
+            out.append(str(item.value))
+        else:
+            todo.extend(reversed(pieces(item)))
+    return "".join(out)

@@ -20,15 +20,16 @@ and ``norm2`` (the squared length) take every element of a vector or matrix; ``a
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from qgpu.chat.errors import ShapeError
-from qgpu.chat.expression import Array, BinOp, Call, Neg, Node, Num, format_expression
+from qgpu.chat.expression import Array, BinOp, Call, Neg, Node, Num, format_expression, pieces
 from qgpu.errors import ResourceError
 from qgpu.machine import limits
 
 Value = int | list[int] | list[list[int]]
 Shape = tuple[int, ...]
+T = TypeVar("T")
 
 MEMORY_WORDS = limits.GLOBAL_WORDS - limits.GLOBAL_FIRST_WORD
 SORT_MAX = 16  # odd_even_sort holds the vector in one thread block's shared memory
@@ -193,12 +194,23 @@ def _call(what: str, name: str, args: list[Value]) -> Step:
 _WHOLE = ("sum", "min", "max", "norm2")
 
 
-def plan_step(node: Node, operands: list[Value]) -> Step | None:
+WHAT_MAX = 120
+"""A step's `what` is its expression text, cut to this many characters (with "...")."""
+
+
+def _cut(text: str, length: int) -> str:
+    """`what` for a text of `length` characters that begins with `text` (at least
+    WHAT_MAX + 1 of them, or all)."""
+    return text if length <= WHAT_MAX else text[:WHAT_MAX - 3] + "..."
+
+
+def plan_step(node: Node, operands: list[Value], what: str | None = None) -> Step | None:
     """The launch for one node given its operands' values; None for a node that is data
-    (a literal, or a bracket the host fills with computed items)."""
-    what = format_expression(node)
-    if len(what) > 120:
-        what = what[:117] + "..."
+    (a literal, or a bracket the host fills with computed items). `what` (from ``labelled``)
+    saves formatting the node's text again."""
+    if what is None:
+        text = format_expression(node)
+        what = _cut(text, len(text))
     if isinstance(node, Num):
         return None
     if isinstance(node, Array):
@@ -235,6 +247,56 @@ def children(node: Node) -> tuple[Node, ...]:
     return ()
 
 
+def postorder(node: Node) -> list[Node]:
+    """Every node of a tree, children first (left to right), then the node: the order of the
+    launches. Iterative (an explicit stack), so a chain of any length needs no recursion; a
+    walk keeps its values on a stack, each node taking its ``len(children(n))`` topmost."""
+    out: list[Node] = []
+    todo: list[tuple[Node, bool]] = [(node, False)]
+    while todo:
+        n, expanded = todo.pop()
+        if expanded:
+            out.append(n)
+            continue
+        todo.append((n, True))
+        todo.extend((c, False) for c in reversed(children(n)))
+    return out
+
+
+def labelled(node: Node) -> list[tuple[Node, str]]:
+    """``postorder(node)`` with each node's `what` (its text cut to WHAT_MAX characters),
+    built bottom-up from the children's first characters: linear in the tree's size, where
+    formatting every node's subtree anew would be quadratic in a chain's length."""
+    out: list[tuple[Node, str]] = []
+    texts: list[tuple[str, int]] = []  # value stack: (first WHAT_MAX + 1 characters, length)
+    for n in postorder(node):
+        kids = iter(operands_of(n, texts))
+        if isinstance(n, Num):
+            head = str(n.value)
+            length = len(head)
+        else:
+            parts, length = [], 0
+            for piece in pieces(n):
+                part, size = (piece, len(piece)) if isinstance(piece, str) else next(kids)
+                if length <= WHAT_MAX:
+                    parts.append(part)
+                length += size
+            head = "".join(parts)[:WHAT_MAX + 1]
+        texts.append((head, length))
+        out.append((n, _cut(head, length)))
+    return out
+
+
+def operands_of(node: Node, values: list[T]) -> list[T]:
+    """The values of a node's children, taken off the top of a postorder walk's value stack."""
+    k = len(children(node))
+    if not k:
+        return []
+    operands = values[-k:]
+    del values[-k:]
+    return operands
+
+
 def data(node: Node, operands: list[Value]) -> Value:
     """The value of a data node: a literal, or a bracket of its items' values."""
     if isinstance(node, Num):
@@ -253,14 +315,14 @@ def check(node: Node) -> tuple[Shape, int]:
     """The shape of an expression's value and the number of launches it takes, planning every
     step from shapes alone: ShapeError or ResourceError before anything runs."""
     launches = 0
-
-    def walk(n: Node) -> Shape:
-        nonlocal launches
-        shapes = [walk(c) for c in children(n)]
-        step = plan_step(n, [_zeros(s) for s in shapes])
+    shapes: list[Shape] = []  # the value stack of the walk
+    for n, what in labelled(node):
+        operands = [_zeros(s) for s in operands_of(n, shapes)]
+        step = plan_step(n, operands, what)
         if step is None:
-            return shape(data(n, [_zeros(s) for s in shapes]))
-        launches += 1
-        return step.shape
-
-    return walk(node), launches
+            shapes.append(shape(data(n, operands)))
+        else:
+            launches += 1
+            shapes.append(step.shape)
+    (result,) = shapes
+    return result, launches

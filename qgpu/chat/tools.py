@@ -209,7 +209,7 @@ class ToolRunner:
         grid, block = _dims(args["grid"], "grid"), _dims(args["block"], "block")
         if not isinstance(args["args"], list):
             raise ToolCallError("args must be a JSON list with one entry per kernel parameter")
-        module = compile_source(source, filename="kernel.cu")
+        module = compile_source(source, filename="kernel.cu", untrusted=True)
         kernel = module.kernel(name)
         record = self.launcher.launch(kernel, grid, block, args["args"],
                                       f"{name}<<<{list(grid)}, {list(block)}>>>")

@@ -271,3 +271,54 @@ def test_a_model_written_kernel_is_placed_as_the_driver_places_it() -> None:
     assert record.result[1] == [40, 30, 20, 10]
     with pytest.raises(UsageError, match="pointer"):
         Launcher().launch(kernel, (1, 1), (4, 1), [[3, 2, 1, 0], 5], "lookup")
+
+
+@pytest.mark.parametrize("text", [
+    "+".join(["1"] * 1000),
+    "".join(f"{i % 9 + 1}{('+', '*', '-', '//', '%', '*')[i % 6]}" for i in range(999)) + "7",
+], ids=["ones", "mixed"])
+def test_a_1000_term_chain_is_999_launches(text: str) -> None:
+    """A long chain (a left-deep tree ~1000 deep) is planned and evaluated without recursion:
+    every operation still one launch on the GPU kernel, each result the next launch's input
+    (nothing folded on the host). ~1000 interp launches take a few seconds."""
+    want = eval(text)  # Python's //, % and precedence are the calculator's
+    assert INT_MIN <= want <= INT_MAX
+    assert check(parse(text)) == ((), 999)
+    result = calc(text)
+    assert result.value == want and len(result.launches) == 999
+    if set(text) == {"1", "+"}:
+        assert want == 1000
+        assert {x.kernel for x in result.launches} == {"calc_add"}
+        for prev, x in zip(result.launches, result.launches[1:], strict=False):
+            assert x.args[:2] == [prev.result[2], [1]]
+    assert all(len(x.what) <= 120 for x in result.launches)
+    assert result.launches[-1].what.endswith("...")
+
+
+def test_the_planner_is_not_recursive() -> None:
+    """check() walks a tree far deeper than any that parses (built by hand) with its own stack."""
+    node = Num(1, 0)
+    for k in range(5000):
+        node = BinOp("-" if k % 2 else "+", Neg(node, 0) if k % 7 == 0 else node, Num(2, 0), 0)
+    assert check(node) == ((), 5000 + len(range(0, 5000, 7)))
+
+
+def test_a_chain_over_the_operations_limit_is_a_parse_error(capsys) -> None:
+    from qgpu.chat.errors import ParseError
+    from qgpu.chat.expression import MAX_OPERATIONS
+
+    launched = []
+
+    class Counting(Launcher):
+        def run(self, step):
+            launched.append(step)
+            return super().run(step)
+
+    text = "+".join(["1"] * (MAX_OPERATIONS + 2))
+    with pytest.raises(ParseError, match=f"{MAX_OPERATIONS + 1} operations; at most "
+                                         f"{MAX_OPERATIONS}") as info:
+        calc(text, Counting())
+    assert info.value.kind == "parse" and launched == []
+    assert main(["calc", text, "--json"]) == 2
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert error["kind"] == "parse" and "MAX_OPERATIONS" in error["message"]
