@@ -532,10 +532,11 @@ def load_ptx(ptx: str, compiler: str = "ptx", *, filename: str = "kernel.ptx") -
     return CompiledModule(ptx, compiler, parse_module(check_source(ptx, filename)))
 
 
-def compile_source(source: str, *, filename: str = "kernel.cu", compiler: str = "auto") -> \
-        CompiledModule:
-    """CUDA source -> parsed PTX module (NVRTC, nvcc or clang; see qgpu.toolchain.cuda)."""
-    result = compile_cuda(source, filename=filename, compiler=compiler)
+def compile_source(source: str, *, filename: str = "kernel.cu", compiler: str = "auto",
+                   untrusted: bool = False) -> CompiledModule:
+    """CUDA source -> parsed PTX module (NVRTC, nvcc or clang; see qgpu.toolchain.cuda).
+    ``untrusted``: a server's user wrote it — refused where no compiler can be confined."""
+    result = compile_cuda(source, filename=filename, compiler=compiler, untrusted=untrusted)
     return CompiledModule(result.ptx, result.compiler, parse_module(result.ptx),
                           result.warnings)
 

@@ -120,8 +120,9 @@ class Request:
 
 @lru_cache(maxsize=64)
 def compile_cached(source: str) -> CompiledModule:
-    """CUDA -> PTX -> parsed module, remembered per source (NVRTC takes ~50 ms)."""
-    return compile_source(source, filename="kernel.cu")
+    """CUDA -> PTX -> parsed module, remembered per source (NVRTC takes ~50 ms); a user's
+    source, so only a confined compiler takes it (docs/SECURITY.md)."""
+    return compile_source(source, filename="kernel.cu", untrusted=True)
 
 
 def kernel_names(source: str) -> list[str]:

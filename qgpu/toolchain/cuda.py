@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from qgpu.errors import ArgumentTypeError, CompileError, QgpuError, ResourceError, UsageError
-from qgpu.toolchain import nvrtc_worker
+from qgpu.toolchain import jail, nvrtc_worker
 
 NVRTC_WHEEL = "nvidia-cuda-nvrtc==13.5.37"
 # The CUDA headers NVRTC does not ship: cuda_runtime.h and cooperative_groups.h (runtime), the
@@ -52,6 +52,13 @@ CLANG_HEADER = Path(__file__).with_name("cuda_clang.h")
 # is a mistake or an attack, and is stopped with an error naming the limit.
 MAX_SOURCE_BYTES = 256 * 1024
 COMPILE_TIME_LIMIT_S = 60.0
+COMPILE_MEMORY_LIMIT = 4 << 30
+"""Address space of each compiler process (bytes): NVRTC's worker peaks at ~0.4 GB on the suite,
+nvcc's cicc at ~0.5 GB; a source that needs more is stopped (docs/SECURITY.md)."""
+CONFINEMENTS = ("auto", "landlock", "namespace", "none")
+"""``$QGPU_CONFINE``: how a compiler is kept from every file but the CUDA headers (auto: the
+strongest this machine allows, docs/SECURITY.md); ``none`` is for debugging, and refuses
+untrusted sources."""
 _WORKER_SCRIPT = Path(nvrtc_worker.__file__)
 
 _NVRTC_SUCCESS = 0
@@ -87,6 +94,7 @@ class PtxResult:
 class _Nvrtc:
     library: str  # the libnvrtc the worker loaded
     version: str  # major.minor from nvrtcVersion
+    confinement: str  # "landlock (ABI n)", "namespace" or "none"
 
 
 @dataclass(frozen=True)
@@ -102,13 +110,15 @@ def available_compilers() -> list[str]:
 
 
 def compile_cuda(source: str, *, filename: str = "kernel.cu", compiler: str = "auto",
-                 time_limit: float = COMPILE_TIME_LIMIT_S) -> PtxResult:
+                 time_limit: float = COMPILE_TIME_LIMIT_S, untrusted: bool = False) -> PtxResult:
     """Compile CUDA C++ to PTX for compute_75; errors carry the compiler's log and lines.
 
     ``filename`` is the name the compiler's messages use. ``compiler`` is "auto" or one of
     ``COMPILERS``; an explicitly requested compiler that is missing is an error, not a fallback.
     The source is checked first (``check_source``); a compile that runs longer than
-    ``time_limit`` seconds is stopped (ResourceError).
+    ``time_limit`` seconds is stopped (ResourceError). Every compiler runs confined to the CUDA
+    headers where this machine allows it (``confinement``); ``untrusted`` sources (a server's
+    users) are refused where it does not (CompileError).
     """
     if not isinstance(filename, str) or not filename or re.search(r"[\x00-\x1f]", filename):
         raise ArgumentTypeError(f"filename must be a file name (a str without control "
@@ -126,7 +136,7 @@ def compile_cuda(source: str, *, filename: str = "kernel.cu", compiler: str = "a
         for name in COMPILERS:
             tool = _discover(name)
             if tool is not None:
-                return _compile_with(tool, source, filename, time_limit)
+                return _compile_with(tool, source, filename, time_limit, untrusted)
         raise CompileError(_install_message())
     if compiler not in COMPILERS:
         raise UsageError(
@@ -135,7 +145,7 @@ def compile_cuda(source: str, *, filename: str = "kernel.cu", compiler: str = "a
     tool = _discover(compiler)
     if tool is None:
         raise CompileError(f"compiler {compiler!r} is not available: {_missing_hint(compiler)}")
-    return _compile_with(tool, source, filename, time_limit)
+    return _compile_with(tool, source, filename, time_limit, untrusted)
 
 
 def decode_source(data: bytes, filename: str) -> str:
@@ -243,12 +253,46 @@ def _discover(name: str) -> _Nvrtc | str | _Clang | None:
 
 
 def _compile_with(tool: _Nvrtc | str | _Clang, source: str, filename: str,
-                  time_limit: float) -> PtxResult:
-    if isinstance(tool, _Nvrtc):
-        return _compile_nvrtc(tool, source, filename, time_limit)
-    if isinstance(tool, _Clang):
-        return _compile_clang(tool, source, filename, time_limit)
-    return _compile_nvcc(tool, source, filename, time_limit)
+                  time_limit: float, untrusted: bool) -> PtxResult:
+    name = "nvrtc" if isinstance(tool, _Nvrtc) else "clang" if isinstance(tool, _Clang) \
+        else "nvcc"
+    if untrusted and confinement(name) == "none":
+        raise CompileError(
+            f"{name} cannot be confined on this machine (QGPU_CONFINE="
+            f"{os.environ.get('QGPU_CONFINE', 'auto')}; no Landlock, no user namespaces), so it "
+            f"does not compile sources from this server's users: docs/SECURITY.md")
+    try:
+        if isinstance(tool, _Nvrtc):
+            return _compile_nvrtc(tool, source, filename, time_limit)
+        if isinstance(tool, _Clang):
+            return _compile_clang(tool, source, filename, time_limit)
+        return _compile_nvcc(tool, source, filename, time_limit)
+    except CompileError as exc:  # its log may name files: show only what the user may see
+        raise CompileError(withhold_paths(exc.message, filename)) from None
+
+
+def _confine_setting() -> str:
+    setting = os.environ.get("QGPU_CONFINE", "auto").strip().lower() or "auto"
+    if setting not in CONFINEMENTS:
+        raise UsageError(f"QGPU_CONFINE={setting!r:.40}: use one of {', '.join(CONFINEMENTS)}")
+    return setting
+
+
+def confinement(compiler: str) -> str:
+    """How ``compiler`` is confined here: "landlock (ABI n)" (NVRTC only: the worker may read the
+    CUDA headers and nothing else), "namespace" (a private filesystem view, qgpu.toolchain.jail)
+    or "none" (docs/SECURITY.md). Only Landlock keeps a compiler from *stat*ing a path, and
+    gcc (under nvcc) and clang answer ``__has_include`` of a forbidden file differently from a
+    missing one, so the command-line compilers are confined by namespaces only."""
+    setting = _confine_setting()
+    if compiler == "nvrtc":
+        nvrtc = _nvrtc()
+        if nvrtc is not None:
+            return nvrtc.confinement
+    if setting in ("auto", "namespace") and jail.available():
+        return "namespace"
+    return "none"
+
 
 
 def _install_message() -> str:
@@ -304,6 +348,30 @@ def nvrtc_include_options() -> tuple[str, ...]:
     return tuple(f"--include-path={d}" for d in cuda_include_dirs())
 
 
+_LOCATED = re.compile(r"^(?P<file>[^\s(:][^(:\n]*?)(\(\d+\)|:\d+(:\d+)?):")
+_ERRNO_TAIL = re.compile(r'(cannot open source file "[^"\n]*")[^\n]*')
+
+
+def withhold_paths(log: str, filename: str) -> str:
+    """A compiler's message as a user may see it: the CUDA header directories shown as
+    ``<cuda>``, a diagnostic located in any file but ``filename`` and those headers withheld, and
+    why a file could not be opened left out (a forbidden file's "Permission denied" would tell
+    that it exists). Confinement already keeps other files from being read; this keeps the
+    server's paths out of the messages too."""
+    for directory in sorted(cuda_include_dirs(), key=len, reverse=True):
+        log = log.replace(directory.rstrip("/") + "/", "<cuda>/")
+    log = _ERRNO_TAIL.sub(r"\1", log)
+    lines = []
+    for line in log.split("\n"):
+        place = _LOCATED.match(line)
+        if place and place.group("file") not in (filename, Path(filename).name) \
+                and not place.group("file").startswith("<cuda>/"):
+            line = "(a diagnostic located in a file other than the source and the CUDA headers " \
+                   "was withheld)"
+        lines.append(line)
+    return "\n".join(lines)
+
+
 # --- NVRTC in a worker process --------------------------------------------------------------
 
 
@@ -328,7 +396,7 @@ def _load_nvrtc(env: str | None) -> _Nvrtc | None:
         return None
     with _NVRTC_LOCK:
         _WORKER = worker
-    return _Nvrtc(hello[1], hello[2])
+    return _Nvrtc(hello[1], hello[2], worker.confinement)
 
 
 def _wheel_nvrtc_libraries() -> list[Path]:
@@ -352,26 +420,51 @@ def _wheel_nvrtc_libraries() -> list[Path]:
 class _Worker:
     """The host's side of one ``nvrtc_worker.py`` process (its docstring has the protocol)."""
 
-    def __init__(self, proc: subprocess.Popen) -> None:
+    def __init__(self, proc: subprocess.Popen, confinement: str, scratch: str | None) -> None:
         self.proc = proc
         self.owner = os.getpid()  # a forked child must not talk to its parent's worker
+        self.confinement = confinement
+        self.scratch = scratch  # the namespace jail's mount points, removed with the worker
 
     @classmethod
     def start(cls, libraries: list[str], time_limit: float) -> tuple[_Worker | None, list[str]]:
-        """A running worker and its hello, or (None, hello) when no library loaded."""
+        """A running, confined worker and its hello, or (None, hello) when no library loaded
+        (or the worker could not be confined as the setting asks)."""
+        setting = _confine_setting()
+        options: list[str] = ["--memory", str(COMPILE_MEMORY_LIMIT)]
+        preexec, scratch, how = None, None, "none"
+        headers = list(cuda_include_dirs())
+        if setting in ("auto", "landlock") and nvrtc_worker.landlock_abi() >= 1 and headers:
+            options += ["--chdir", headers[0]]
+            options += [arg for d in headers for arg in ("--landlock", d)]
+            how = "landlock"
+        elif setting in ("auto", "namespace") and jail.available():
+            scratch = tempfile.mkdtemp(prefix="qgpu-nvrtc-")
+            work, root = os.path.join(scratch, "work"), os.path.join(scratch, "root")
+            os.mkdir(work)
+            os.mkdir(root)
+            visible = [*jail.SYSTEM_PATHS, *headers, str(_WORKER_SCRIPT.parent),
+                       *{sys.prefix, sys.base_prefix, str(Path(sys.executable).resolve().parent)},
+                       *{str(Path(lib).resolve().parent) for lib in libraries}]
+            preexec, how = jail.preexec(visible, work, root), "namespace"
+        elif setting in ("landlock", "namespace"):
+            return None, ["error", f"QGPU_CONFINE={setting}: not available on this machine"]
         proc = subprocess.Popen(
-            [sys.executable, "-I", "-S", str(_WORKER_SCRIPT), *libraries],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            [sys.executable, "-I", "-S", str(_WORKER_SCRIPT), *options, *libraries],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=_COMPILER_ENV,
+            preexec_fn=preexec,
             # Ctrl-C is the host's to handle (it kills the worker): keep it from the worker
             start_new_session=os.name == "posix",
             creationflags=getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0),
         )
-        worker = cls(proc)
+        worker = cls(proc, how, scratch)
         hello = worker._exchange(None, time_limit, "starting NVRTC")
         if hello[0] == "error":
             worker.stop()
             return None, hello
-        atexit.register(worker.kill)
+        if how == "landlock":
+            worker.confinement = hello[3]
+        atexit.register(worker.stop)
         return worker, hello
 
     def usable(self) -> bool:
@@ -429,6 +522,9 @@ class _Worker:
         for stream in (self.proc.stdin, self.proc.stdout):
             with contextlib.suppress(OSError):
                 stream.close()
+        if self.scratch is not None:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            self.scratch = None
 
 
 def _compile_nvrtc(nvrtc: _Nvrtc, source: str, filename: str, time_limit: float) -> PtxResult:
@@ -441,7 +537,7 @@ def _compile_nvrtc(nvrtc: _Nvrtc, source: str, filename: str, time_limit: float)
         answer = _WORKER.compile(source, filename, time_limit)
     if answer[0] == "error":
         raise CompileError(f"nvrtc: {answer[1]} for {filename}")
-    rc, log, ptx = int(answer[1]), answer[2], answer[3]
+    rc, log, ptx = int(answer[1]), withhold_paths(answer[2], filename), answer[3]
     if rc == _NVRTC_ERROR_COMPILATION:
         raise CompileError(f"nvrtc could not compile {filename}:\n{log}")
     if rc != _NVRTC_SUCCESS:
@@ -505,26 +601,47 @@ def _compile_nvcc(nvcc: str, source: str, filename: str, time_limit: float) -> P
 
 
 def _compile_clang(clang: _Clang, source: str, filename: str, time_limit: float) -> PtxResult:
-    command = [clang.path, *CLANG_OPTIONS, *clang.feature, "-include", str(CLANG_HEADER)]
-    ptx, log = _run_tool("clang", command, source, filename, time_limit)
+    command = [clang.path, *CLANG_OPTIONS, *clang.feature, "-include", CLANG_HEADER.name]
+    ptx, log = _run_tool("clang", command, source, filename, time_limit, [CLANG_HEADER])
     return PtxResult(ptx, "clang", clang.version, log)
 
 
+_COMPILER_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LC_ALL": "C"}
+"""The environment a compiler gets: none of the server's (its secrets, and variables such as
+CPATH that add include directories)."""
+
+
 def _run_tool(name: str, command: list[str], source: str, filename: str,
-              time_limit: float) -> tuple[str, str]:
-    """Run ``command -o out.ptx FILE`` in a scratch dir, stopped after ``time_limit`` seconds;
-    messages name ``filename``."""
+              time_limit: float, extra: list[Path] = ()) -> tuple[str, str]:
+    """Run ``command -o out.ptx FILE`` in a scratch dir (with copies of the ``extra`` files),
+    confined to a namespace jail where the machine allows it, its address space capped,
+    stopped after ``time_limit`` seconds; messages name ``filename``."""
     local = Path(filename).name
     if not re.fullmatch(r"[\w.-]+\.cu", local):
         local = "kernel.cu"
     if local != filename:  # keep the caller's name (and line numbers) in every message
         escaped = filename.replace("\\", "\\\\").replace('"', '\\"')
         source = f'#line 1 "{escaped}"\n{source}'
-    with tempfile.TemporaryDirectory(prefix="qgpu-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="qgpu-") as scratch:
+        tmp, root = os.path.join(scratch, "work"), os.path.join(scratch, "root")
+        os.mkdir(tmp)
+        os.mkdir(root)
         Path(tmp, local).write_text(source, encoding="utf-8")
+        for path in extra:
+            shutil.copyfile(path, Path(tmp, path.name))
+        tool = Path(command[0]).resolve()
+        env = {**_COMPILER_ENV, "HOME": tmp, "TMPDIR": tmp,
+               "PATH": f"{Path(command[0]).parent}:{tool.parent}:{_COMPILER_ENV['PATH']}"}
+        if confinement(name) == "namespace":
+            visible = [*jail.SYSTEM_PATHS, str(tool.parent.parent), str(Path(command[0]).parent)]
+            preexec = jail.preexec(visible, tmp, root, COMPILE_MEMORY_LIMIT)
+        else:
+            preexec = functools.partial(jail.limit_memory, COMPILE_MEMORY_LIMIT) \
+                if os.name == "posix" else None
         proc = subprocess.Popen(
             [*command, "-o", "out.ptx", local], cwd=tmp, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, encoding="utf-8", errors="replace",
+            stderr=subprocess.STDOUT, encoding="utf-8", errors="replace", env=env,
+            preexec_fn=preexec,
             start_new_session=os.name == "posix",  # its own process group: see _kill_tree
         )
         try:
@@ -539,6 +656,7 @@ def _run_tool(name: str, command: list[str], source: str, filename: str,
                 f"{time_limit:g} s (stopped); simplify the source"
             ) from None
         out = Path(tmp, "out.ptx")
+        log = withhold_paths(log, filename)
         if proc.returncode != 0 or not out.exists():
             raise CompileError(f"{name} could not compile {filename}:\n{log}")
         return out.read_text(encoding="utf-8"), log

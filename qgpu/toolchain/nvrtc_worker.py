@@ -1,4 +1,5 @@
-"""NVRTC in a child process: ``python nvrtc_worker.py LIBNVRTC...`` (qgpu.toolchain.cuda runs it).
+"""NVRTC in a child process: ``python nvrtc_worker.py [OPTIONS] LIBNVRTC...`` (qgpu.toolchain.cuda
+runs it).
 
 The host compiles with NVRTC here rather than in its own process so that a compile can be
 stopped: a C call into NVRTC cannot be interrupted, and a pathological source (template
@@ -12,12 +13,20 @@ were half of a start), so the host runs it by path with ``-I -S``, independent o
 found the ``qgpu`` package. The host starts it in its own session: Ctrl-C is the host's to
 handle, and the host kills it.
 
+Confinement (docs/SECURITY.md): the worker compiles untrusted source, and NVRTC's preprocessor
+opens any path a source names (``#include "/etc/passwd"``, ``__has_include``). Options before
+the libraries: ``--memory BYTES`` caps the address space; ``--landlock DIR`` (repeatable) makes
+the worker, once libnvrtc is loaded, restrict itself with Landlock to reading the files under
+those directories (the CUDA headers): opening anything else fails with EACCES, and nothing can
+be written, executed or connected to; ``--chdir DIR`` sets the working directory first. The
+host may instead start the worker inside a namespace jail (qgpu.toolchain.jail).
+
 Protocol on stdin/stdout: a message is a list of str fields, sent as their count, their byte
 lengths (4-byte big-endian each) and their UTF-8 bytes. The worker first says
-``("library", PATH, VERSION)`` (the first of its arguments that loads) or ``("error", WHY)`` and
-exits; then it answers each ``(SOURCE, FILENAME, *OPTIONS)`` with ``("ptx", RC, LOG, PTX)`` (RC
-0: compiled; 6: the source has errors, in the log) or ``("error", WHY)`` (an NVRTC call
-failed), until stdin closes.
+``("library", PATH, VERSION, CONFINEMENT)`` (the first of its arguments that loads; CONFINEMENT
+"landlock (ABI n)" or "none") or ``("error", WHY)`` and exits; then it answers each
+``(SOURCE, FILENAME, *OPTIONS)`` with ``("ptx", RC, LOG, PTX)`` (RC 0: compiled; 6: the source
+has errors, in the log) or ``("error", WHY)`` (an NVRTC call failed), until stdin closes.
 """
 
 from __future__ import annotations
@@ -30,7 +39,14 @@ import sys
 import time
 from typing import BinaryIO
 
+try:
+    import resource
+except ImportError:  # Windows: no address-space limit
+    resource = None
+
 NVRTC_SUCCESS = 0
+_SYS_LANDLOCK_CREATE_RULESET, _SYS_LANDLOCK_ADD_RULE, _SYS_LANDLOCK_RESTRICT_SELF = 444, 445, 446
+_PR_SET_NO_NEW_PRIVS = 38
 
 
 class NvrtcError(Exception):
@@ -103,6 +119,55 @@ def compile_program(lib: ctypes.CDLL, source: bytes, filename: bytes,
         lib.nvrtcDestroyProgram(ctypes.byref(prog))
 
 
+def landlock_abi() -> int:
+    """The kernel's Landlock ABI version; 0 where there is none (old kernel, not enabled, not
+    Linux, another architecture's syscall numbers: x86-64 and arm64 share these)."""
+    if not sys.platform.startswith("linux") or os.uname().machine not in ("x86_64", "aarch64"):
+        return 0
+    libc = ctypes.CDLL(None, use_errno=True)
+    version = libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, None, ctypes.c_size_t(0),
+                           ctypes.c_uint32(1))  # LANDLOCK_CREATE_RULESET_VERSION
+    return max(version, 0)
+
+
+def landlock_read_only(directories: list[str]) -> int:
+    """Restrict this process for good: read the files and directories under ``directories``,
+    nothing else — no other read, no write, exec, device ioctl or TCP (every right the kernel's
+    Landlock ABI handles is denied outside those rules; ABI 6 also scopes abstract unix sockets
+    and signals). Returns the ABI used; OSError when the kernel refuses."""
+    abi = landlock_abi()
+    if abi < 1:
+        raise OSError("Landlock is not available")
+    libc = ctypes.CDLL(None, use_errno=True)
+    fs = (1 << 13) - 1  # ABI 1: execute .. make_sym
+    fs |= (1 << 13 if abi >= 2 else 0) | (1 << 14 if abi >= 3 else 0) \
+        | (1 << 15 if abi >= 5 else 0)  # refer, truncate, ioctl_dev
+    net = 3 if abi >= 4 else 0  # bind_tcp, connect_tcp
+    scoped = 3 if abi >= 6 else 0  # abstract unix sockets, signals
+    attr = struct.pack("QQQ", fs, net, scoped) if abi >= 6 else \
+        struct.pack("QQ", fs, net) if abi >= 4 else struct.pack("Q", fs)
+    ruleset = libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, ctypes.c_char_p(attr),
+                           ctypes.c_size_t(len(attr)), ctypes.c_uint32(0))
+    if ruleset < 0:
+        raise OSError(ctypes.get_errno(), "landlock_create_ruleset")
+    try:
+        read = (1 << 2) | (1 << 3)  # read_file, read_dir
+        for directory in directories:
+            fd = os.open(directory, os.O_PATH | os.O_CLOEXEC | os.O_DIRECTORY)
+            try:
+                rule = struct.pack("=Qi", read, fd)  # struct landlock_path_beneath_attr
+                if libc.syscall(_SYS_LANDLOCK_ADD_RULE, ruleset, 1, ctypes.c_char_p(rule), 0):
+                    raise OSError(ctypes.get_errno(), f"landlock_add_rule {directory}")
+            finally:
+                os.close(fd)
+        if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) \
+                or libc.syscall(_SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0):
+            raise OSError(ctypes.get_errno(), "landlock_restrict_self")
+    finally:
+        os.close(ruleset)
+    return abi
+
+
 def send(stream: BinaryIO, *fields: str) -> None:
     data = [field.encode() for field in fields]
     stream.write(struct.pack(f">{len(data) + 1}I", len(data), *map(len, data)) + b"".join(data))
@@ -135,10 +200,21 @@ def watch_host(host: int) -> None:
     os._exit(0)
 
 
-def main(libraries: list[str]) -> int:
+def main(argv: list[str]) -> int:
     _thread.start_new_thread(watch_host, (os.getppid(),))
     channel = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # whatever the library prints goes to stderr, never into the protocol
+    landlock: list[str] = []
+    memory, workdir, confinement = None, None, "none"
+    while argv and argv[0].startswith("--"):
+        option, value, *argv = argv
+        if option == "--landlock":
+            landlock.append(value)
+        elif option == "--memory":
+            memory = int(value)
+        elif option == "--chdir":
+            workdir = value
+    libraries = argv
     lib, why = None, "no libnvrtc given"
     for path in libraries:
         try:
@@ -148,12 +224,22 @@ def main(libraries: list[str]) -> int:
             lib, why = None, f"{path}: {exc}"
             continue
         if ver is not None:
-            send(channel, "library", path, ver)
             break
         lib, why = None, f"{path}: nvrtcVersion failed"
     if lib is None:
         send(channel, "error", why)
         return 1
+    try:  # the library and everything the worker needs are loaded: lock the door now
+        if workdir is not None:
+            os.chdir(workdir)
+        if memory is not None and resource is not None:
+            resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+        if landlock:
+            confinement = f"landlock (ABI {landlock_read_only(landlock)})"
+    except (OSError, ValueError) as exc:
+        send(channel, "error", f"cannot confine the worker: {exc}")
+        return 1
+    send(channel, "library", path, ver, confinement)
     while (request := receive(sys.stdin.buffer)) is not None:
         source, filename, *options = request
         try:
