@@ -53,8 +53,8 @@ CLANG_HEADER = Path(__file__).with_name("cuda_clang.h")
 MAX_SOURCE_BYTES = 256 * 1024
 COMPILE_TIME_LIMIT_S = 60.0
 COMPILE_MEMORY_LIMIT = 4 << 30
-"""Address space of each compiler process (bytes): NVRTC's worker peaks at ~0.4 GB on the suite,
-nvcc's cicc at ~0.5 GB; a source that needs more is stopped (docs/SECURITY.md)."""
+"""Address space of each compiler process (bytes; NVRTC's worker peaked at 0.31 GB compiling the
+111 suite kernels): a source that needs more is stopped (docs/SECURITY.md)."""
 CONFINEMENTS = ("auto", "landlock", "namespace", "none")
 """``$QGPU_CONFINE``: how a compiler is kept from every file but the CUDA headers (auto: the
 strongest this machine allows, docs/SECURITY.md); ``none`` is for debugging, and refuses
