@@ -14,6 +14,11 @@ or the model backend's ``--check`` replay: docs/ISA.md §9), and with ``--json``
 list of objects (kind, space, address, word, name, first and second access, message). No
 input ends in a traceback: every bad one is exit status 2 and an error kind
 (docs/ERRORS.md); a closed stdout (``| head``) ends the command quietly.
+
+``cache`` lists the build cache and ``cache prune`` trims it (docs/CACHE.md); with ``--json``,
+``{"cache_dir", "limit", "limit_from", "entries", "bytes", "frees"}`` and ``{"cache_dir",
+"limit", "limit_from", "dry_run", "removed", "skipped", "freed", "bytes", "frees",
+"over_limit"}``.
 """
 
 from __future__ import annotations
@@ -99,6 +104,18 @@ def _json_args(text: str, option: str = "--args") -> Any:
         return json.loads(text, parse_int=integer)
     except json.JSONDecodeError as e:
         raise UsageError(f"{option} is not valid JSON: {e}") from None
+
+
+def _days(text: str) -> float:
+    """--older-than: a number of days, at least 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of days, got {text[:40]!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of days of at least 0, got "
+                                         f"{text[:40]}")
+    return value
 
 
 def _dims(text: str) -> tuple[int, ...]:
@@ -202,6 +219,23 @@ def _build_parser() -> _Parser:
     build.add_argument("--cache-dir", help="stage cache (default $QGPU_CACHE_DIR, else "
                                            "~/.cache/qgpu)")
     build.add_argument("--json", action="store_true", help="print one JSON object")
+    cache = sub.add_parser("cache", help="list what the build cache holds, or prune it "
+                                         "(docs/CACHE.md)")
+    cache.add_argument("action", nargs="?", choices=("list", "prune"), default="list",
+                       help="list (default): every entry, its size and last use; prune: remove "
+                            "the least recently used down to the limit")
+    cache.add_argument("--cache-dir", help="the cache (default $QGPU_CACHE_DIR, else "
+                                           "~/.cache/qgpu)")
+    cache.add_argument("--max-size", metavar="SIZE",
+                       help="prune: down to SIZE (40G, 500M, bytes; 0 or none: no size limit) "
+                            "instead of $QGPU_CACHE_LIMIT or the default")
+    cache.add_argument("--older-than", type=_days, metavar="DAYS",
+                       help="prune: also every entry unused for DAYS days")
+    cache.add_argument("--all", action="store_true",
+                       help="prune: every entry, and the GPU circuit's schedules")
+    cache.add_argument("--dry-run", action="store_true",
+                       help="prune: say what would go, remove nothing")
+    cache.add_argument("--json", action="store_true", help="print one JSON object")
     from qgpu.chat.commands import add_calc_parser, add_eval_parser
 
     add_calc_parser(sub)
@@ -286,6 +320,93 @@ def _build(ns: argparse.Namespace) -> dict[str, Any]:
     return {"base": str(result.base), "merged": str(result.merged), "stages": result.stages}
 
 
+def _cache(ns: argparse.Namespace) -> dict[str, Any]:
+    """``cache``: list the cache (``action`` list) or prune it; the JSON object either way."""
+    from qgpu import cache
+
+    if ns.action == "list" and (ns.max_size is not None or ns.older_than is not None or ns.all
+                                or ns.dry_run):
+        raise UsageError("--max-size, --older-than, --all and --dry-run belong to "
+                         "'cache prune'")
+    if ns.all and (ns.max_size is not None or ns.older_than is not None):
+        raise UsageError("prune --all removes every entry; it takes no --max-size or "
+                         "--older-than")
+    root = Path(ns.cache_dir) if ns.cache_dir else cache.default_cache_dir()
+    if root.exists() and not root.is_dir():
+        raise UsageError(f"--cache-dir {root}: exists and is not a directory")
+    if ns.max_size is not None:
+        try:
+            limit, limit_from = cache.parse_size(ns.max_size), "--max-size"
+        except ValueError as e:
+            raise UsageError(f"--max-size: {e}") from None
+    else:
+        limit = cache.cache_limit()
+        limit_from = cache.LIMIT_ENV if os.environ.get(cache.LIMIT_ENV, "").strip() else "default"
+    head = {"cache_dir": str(root.absolute()), "limit": limit, "limit_from": limit_from}
+    if ns.action == "list":
+        found = cache.scan(root)
+        return {**head, "entries": [e.to_json(found.root) for e in found.entries],
+                "bytes": found.bytes, "frees": found.frees}
+    result = cache.prune(root, limit=limit, older_than_s=None if ns.older_than is None
+                         else ns.older_than * 86400, everything=ns.all, dry_run=ns.dry_run)
+    left = result.after  # None with --dry-run: "bytes" is then null, "frees" an estimate
+    return {**head, "dry_run": result.dry_run,
+            "removed": [e.to_json(result.root) for e in result.removed],
+            "skipped": [{**e.to_json(result.root), "why": why} for e, why in result.skipped],
+            "freed": result.freed, "bytes": left.bytes if left else None,
+            "frees": result.left, "over_limit": result.over}
+
+
+def _print_cache(out: dict[str, Any]) -> None:
+    from qgpu.cache import format_size
+
+    limit = "no limit" if out["limit"] is None else f"limit {format_size(out['limit'])}"
+    limit += f" ({out['limit_from']})" if out["limit_from"] != "default" else \
+        " (the default; QGPU_CACHE_LIMIT sets it)"
+
+    def row(entry: dict[str, Any], verb: str = "") -> str:
+        return (f"{verb}{entry['kind']:<10} {format_size(entry['bytes']):>10} "
+                f"{format_size(entry['frees']):>10}  {_age(entry['age_s']):>9}  "
+                f"{entry['path']}  {entry['what']}")
+
+    if "entries" in out:
+        print(f"{out['cache_dir']}: {len(out['entries'])} entries")
+        if out["entries"]:
+            print(f"{'kind':<10} {'size':>10} {'frees':>10}  {'last used':>9}  path  what")
+        for entry in out["entries"]:
+            print(row(entry))
+        print(f"total {format_size(out['bytes'])}, {format_size(out['frees'])} of it held only "
+              f"by the cache; {limit}")
+        print("frees: what removing an entry frees (files also linked from a build directory or "
+              "the Hub cache stay); only that counts toward the limit")
+        return
+    verb = "would remove " if out["dry_run"] else "removed "
+    for entry in out["removed"]:
+        print(row(entry, verb))
+    for entry in out["skipped"]:
+        print(row(entry, "skipped ") + f" ({entry['why']})")
+    n = len(out["removed"])
+    entries = f"{n} {'entry' if n == 1 else 'entries'}"
+    if out["dry_run"]:
+        print(f"would free {format_size(out['freed'])} ({entries}), leaving "
+              f"{format_size(out['frees'])} of the cache's own; {limit}")
+    else:
+        print(f"freed {format_size(out['freed'])} ({entries}); the cache holds "
+              f"{format_size(out['frees'])} of its own ({format_size(out['bytes'])} with "
+              f"links); {limit}")
+    if out["over_limit"]:
+        print("over the limit still: what is left is being built, the stage index, the "
+              "schedules (prune --all removes them) or not qgpu's")
+
+
+def _age(seconds: float) -> str:
+    """3 min ago, 5 h ago, 12 d ago."""
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)} {unit} ago"
+    return "just now"
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m qgpu``: the exit status (0; 1: a check or suite that was not exact; 2: an
     error, reported as its kind and message, never a traceback; 130: interrupted; 141: stdout
@@ -356,6 +477,12 @@ def _main(argv: list[str], warnings: list[str]) -> int:
                 print(json.dumps(out))
             else:
                 print(f"base:   {out['base']}\nmerged: {out['merged']}")
+        elif ns.command == "cache":
+            out = _cache(ns)
+            if ns.json:
+                print(json.dumps(out))
+            else:
+                _print_cache(out)
         elif ns.command in ("calc", "chat-eval"):
             from qgpu.chat.commands import run_calc, run_eval
 

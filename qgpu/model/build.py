@@ -9,7 +9,11 @@ so a missing or rewritten artifact is noticed and rebuilt. A diskcache.Lock with
 after acquiring makes concurrent cold builds of one stage build it once. A new artifact
 replaces those it supersedes — the same stage of the same inputs built by other code (older
 sources, pipeline or libraries) — once they have gone unused for an hour, so rebuilds after
-upgrades do not pile up gigabytes of checkpoints.
+upgrades do not pile up gigabytes of checkpoints. After building a stage (build(): once its
+outputs are published, as files linked there free nothing when removed), the whole cache is kept
+under its size limit (qgpu.cache.DEFAULT_CACHE_LIMIT_BYTES, $QGPU_CACHE_LIMIT): the least
+recently used entries go first, never the ones this build uses (qgpu.cache.prune,
+docs/CACHE.md).
 """
 
 from __future__ import annotations
@@ -29,11 +33,21 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import diskcache
 from huggingface_hub import snapshot_download
 
-from qgpu.cache import default_cache_dir, source_hash
+from qgpu.cache import (
+    IN_USE_S,
+    LOCK_EXPIRE_S,
+    cache_limit,
+    default_cache_dir,
+    format_size,
+    prune,
+    source_hash,
+    stage_lock_key,
+)
 from qgpu.circuits import CIRCUITS
 from qgpu.errors import UsageError
 from qgpu.model import tinybase
@@ -42,9 +56,8 @@ from qgpu.model.merge import merge, read_text_config
 PIPELINE_VERSION = 1
 """Bump when a stage's output changes in a way its source hash cannot see."""
 
-LOCK_EXPIRE_S = 3600
-"""A lock left by a killed build expires after this; a live build that outlasts it only risks
-one duplicate build (artifacts are renamed into place atomically)."""
+# LOCK_EXPIRE_S (qgpu.cache): a lock left by a killed build expires after this; a live build
+# that outlasts it only risks one duplicate build (artifacts are renamed into place atomically).
 
 TINY_BASE = {"hidden_size": 64, "num_layers": 4, "seed": 0}
 """The `--base tiny` checkpoint: the offline stand-in for Qwen3.5-2B (official layout)."""
@@ -52,7 +65,7 @@ TINY_BASE = {"hidden_size": 64, "num_layers": 4, "seed": 0}
 HUB_PATTERNS = ["*.json", "*.safetensors", "*.jinja", "*.txt"]
 """Hub files a checkpoint needs: configs, weights, tokenizer, chat template."""
 
-PRUNE_AFTER_S = 3600
+PRUNE_AFTER_S = IN_USE_S
 """A superseded artifact is removed once unused this long (a checkout of the code that built it
 may still be reading it)."""
 
@@ -92,6 +105,7 @@ def build(
         raise UsageError(f"dtype must be bfloat16 or float32, got {dtype!r}")
     kind = _base_kind(base)
     stages = Stages(Path(cache_dir or default_cache_dir()))
+    stages.defer_limit = True  # until the outputs are published: files linked there free nothing
     result = BuildResult(base=Path(out) / "base", merged=Path(out) / "merged")
 
     base_key, produce_base = _base_stage(base, kind, revision, stages)
@@ -114,6 +128,7 @@ def build(
                             inputs={"base": _inputs(base_key), "circuit": circuit, "dtype": dtype})
     _publish(base_dir, result.base)
     _publish(merged_dir, result.merged)
+    stages.enforce_limit()
     return result
 
 
@@ -160,8 +175,13 @@ def _base_stage(
 class Stages:
     """diskcache-memoised stages whose outputs are artifact directories under the cache root."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, limit: int | None | Literal["env"] = "env") -> None:
+        """`limit`: the cache's size limit in bytes, None for none; "env": cache_limit()
+        ($QGPU_CACHE_LIMIT, else the default; a malformed value is a UsageError now)."""
         self.root = Path(root).absolute()
+        self.limit = cache_limit() if limit == "env" else limit
+        self.used: set[Path] = set()  # the artifacts this instance returned: never evicted
+        self.defer_limit = False  # True: the caller calls enforce_limit() when it is done
         self.artifacts = self.root / "artifacts"
         self.artifacts.mkdir(parents=True, exist_ok=True)
         self.cache = diskcache.Cache(str(self.root / "stages"), eviction_policy="none")
@@ -184,7 +204,7 @@ class Stages:
         path = self._valid(cache_key)
         hit = path is not None
         if not hit:
-            with diskcache.Lock(self.cache, f"lock:{cache_key}", expire=LOCK_EXPIRE_S):
+            with diskcache.Lock(self.cache, stage_lock_key(cache_key), expire=LOCK_EXPIRE_S):
                 path = self._valid(cache_key)
                 hit = path is not None
                 if not hit:
@@ -192,13 +212,33 @@ class Stages:
                     inputs = _inputs(key) if inputs is None else inputs
                     path = self._build(stage, digest, full_key, produce, cache_key, inputs)
                     self._prune(stage, inputs, cache_key)
+        self.used.add(path)
         if hit:
             os.utime(path)  # last used: a superseded artifact is kept while in use
+        elif not self.defer_limit:
+            self.enforce_limit()
         seconds = time.monotonic() - start
         _progress(f"{stage}: {'cached' if hit else 'built'} ({seconds:.1f} s) {path}")
         if report is not None:
             report[stage] = {"cached": hit, "seconds": round(seconds, 3), "artifact": str(path)}
         return path
+
+    def enforce_limit(self) -> None:
+        """Keep the cache under self.limit: remove the least recently used entries (never the
+        artifacts this instance returned), and killed builds' leftovers (qgpu.cache.prune)."""
+        result = prune(self.root, limit=self.limit, keep=self.used, index=self.cache)
+        if result.removed:
+            names = ", ".join(e.path.name for e in result.removed[:4])
+            more = f" and {len(result.removed) - 4} more" if len(result.removed) > 4 else ""
+            limit = "none" if self.limit is None else format_size(self.limit)
+            n = f"{len(result.removed)} {'entry' if len(result.removed) == 1 else 'entries'}"
+            _progress(f"cache: removed {n} ({names}{more}), freeing "
+                      f"{format_size(result.freed)} (limit {limit}, least recently used first)")
+        if result.over and self.limit is not None:
+            _progress(f"cache: {format_size(result.left)} is over its limit of "
+                      f"{format_size(self.limit)}: what is left cannot go now (this build's "
+                      f"artifacts, stages being built, the schedules; python -m qgpu cache "
+                      f"lists it)")
 
     def _valid(self, cache_key: str) -> Path | None:
         """The cached artifact if every file it was built with is still there, unchanged."""
