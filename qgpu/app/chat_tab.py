@@ -11,10 +11,10 @@ message offers a button per launch, and the picker under the chat lists every la
 session; opening one fills the CUDA tab (source, launch, arguments, result, tokens, views) and
 switches to it. Nothing is replayed: the views show the launch the chat ran.
 
-Turns queue with the CUDA tab's launches (concurrency id ``gpu``, one at a time); what a session
-said and ran is its own (``ChatSession`` in a ``gr.State``). Errors are messages, never
-tracebacks. The language model is the build's text path, loaded at the first message; tests pass
-a scripted one (``generate.ScriptedModel``).
+Turns run one at a time (concurrency id ``chat``); their launches take turns on the model with
+the CUDA tab's (``runtime.Turns``); what a session said and ran is its own (``ChatSession`` in
+a ``gr.State``). Errors are messages, never tracebacks. The language model is the build's text
+path, loaded at the first message; tests pass a scripted one (``generate.ScriptedModel``).
 """
 
 from __future__ import annotations
@@ -45,7 +45,9 @@ if TYPE_CHECKING:
     from qgpu.chat.generate import Generator
     from qgpu.chat.tools import ToolResult
 
-GPU = "gpu"  # the concurrency id of every event that runs the model (page.GPU)
+CHAT = "chat"
+"""The chat turns' concurrency id: one turn at a time writes with the shared language model; its
+launches take turns on the GPU model with the CUDA tab's (runtime.Turns)."""
 STREAM_EVERY_S = 0.1  # text and progress reach the page at most this often
 MAX_OPTIONS = 6  # launch buttons under a turn's last message (the picker lists them all)
 
@@ -455,7 +457,7 @@ class ChatTab:
         generator, grammar = self.language_model()
         run = _TurnLaunches(self.host, self.cuda, session, turn)
         launcher = Launcher("model", self.host.gm, check=True,
-                            token_limit=self.host.token_limit, lock=self.host.lock,
+                            token_limit=self.host.token_limit, lock=self.host.slots,
                             watch=run.watch)
         chat = Chat(generator, launcher, grammar)
         options = ChatOptions(mode=mode if mode in ("normal", "advanced") else "normal",
@@ -621,7 +623,7 @@ class ChatTab:
         turn_in = [text, session, mode, thinking, greedy, max_tokens]
         turn_out = [chatbot, session, picker, text]
         for trigger in (text.submit, send.click):
-            trigger(self.send, turn_in, turn_out, concurrency_id=GPU, concurrency_limit=1,
+            trigger(self.send, turn_in, turn_out, concurrency_id=CHAT, concurrency_limit=1,
                     api_visibility="private", show_progress="hidden")
         stop.click(self.stop, None, None, queue=False, api_visibility="private")
         clear.click(self.clear, None, [chatbot, session, picker, text],

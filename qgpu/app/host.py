@@ -1,16 +1,20 @@
 """The one model the app serves: which base to build (or which build to serve), building it with
 the cached pipeline (``qgpu.model.build``), loading it (``qgpu.runtime.GpuModel``), and what the
-page's header says about it. Every session shares this model; launches take its lock one at a
-time (the page's events also queue on one concurrency id).
+page's header says about it. Every session shares this model: up to MAX_CONCURRENT_LAUNCHES
+launches run on it at once, taking its decode steps in turn (``runtime.Turns``: a fair share),
+at most MAX_LAUNCHES_PER_SESSION of them from one session; the page's events queue beyond that
+on one concurrency id, and the page shows the queue position.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +32,12 @@ TOKEN_LIMIT = 5_000
 """Generated tokens a launch may take before the app stops it (every suite kernel fits; a
 runaway loop costs about a minute here). The page lets a user raise it up to MAX_TOKEN_LIMIT."""
 MAX_TOKEN_LIMIT = 20_000
+MAX_CONCURRENT_LAUNCHES = 8
+"""Launches on the model at once (the rest wait in Gradio's queue, their position shown): each
+costs ~2 KB of state per token and a thread; their steps take turns."""
+MAX_LAUNCHES_PER_SESSION = 2
+"""Launches one session (a browser tab, an API client) may have running at once; more is a
+ResourceError, so one user cannot take every slot."""
 
 
 def _slug(base: str) -> str:
@@ -86,7 +96,34 @@ class ModelHost:
     build_seconds: float | None = None  # None: an existing build was served
     token_limit: int = TOKEN_LIMIT
     max_token_limit: int = MAX_TOKEN_LIMIT
-    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    max_concurrent: int = MAX_CONCURRENT_LAUNCHES
+    per_session: int = MAX_LAUNCHES_PER_SESSION
+    slots: threading.BoundedSemaphore = field(init=False, repr=False)
+    _running: Counter = field(default_factory=Counter, repr=False)
+    _guard: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def __post_init__(self) -> None:
+        self.slots = threading.BoundedSemaphore(self.max_concurrent)
+
+    @contextlib.contextmanager
+    def session_launch(self, key: str) -> Iterator[None]:
+        """Count a launch of session `key` while it runs; a ResourceError beyond
+        ``per_session`` at once."""
+        from qgpu.errors import ResourceError
+
+        with self._guard:
+            if self._running[key] >= self.per_session:
+                raise ResourceError(f"this session already has {self._running[key]} launches "
+                                    f"running; at most {self.per_session} at once (wait for one "
+                                    f"to end, or stop it)")
+            self._running[key] += 1
+        try:
+            yield
+        finally:
+            with self._guard:
+                self._running[key] -= 1
+                if not self._running[key]:
+                    del self._running[key]
 
     @classmethod
     def load(cls, build_dir: str | Path, *, dtype: str | None = None, device: str = "cpu",
@@ -192,9 +229,9 @@ def _tiny(meta: dict) -> bool:
 @space.on_gpu(duration=120)
 def _stream_on_gpu(host: ModelHost, launch: T.Launch, token_limit: int) \
         -> Iterator[Tick | Finished]:
-    yield from stream_launch(host.gm, host.lock, launch, token_limit)
+    yield from stream_launch(host.gm, host.slots, launch, token_limit)
 
 
 @space.on_gpu(duration=120)
 def _execute_on_gpu(host: ModelHost, launch: T.Launch, token_limit: int) -> ModelRun:
-    return execute(host.gm, host.lock, launch, token_limit)
+    return execute(host.gm, host.slots, launch, token_limit)

@@ -127,8 +127,12 @@ class CudaTab:
         key = _session(request)
         stop = self._stops[key] = threading.Event()
         try:
-            yield from self._run(source, kernel, grid, block, args, dynamic_shared, check,
-                                 token_limit, stop)
+            with self.host.session_launch(key):
+                yield from self._run(source, kernel, grid, block, args, dynamic_shared, check,
+                                     token_limit, stop)
+        except QgpuError as e:  # the session's launch cap
+            yield self._outputs(panels.error_html(e.kind, e.message), None, error_json(e),
+                                kernel=gr.update())
         except Exception as e:  # a bug of ours: a panel in the page, the traceback in the log
             traceback.print_exc()
             message = f"{type(e).__name__}: {e}"
@@ -315,15 +319,20 @@ class CudaTab:
     # --- the API -------------------------------------------------------------------------------
 
     def api_run_cuda(self, source: str, kernel: str, grid: str, block: str, args: str,
-                     dynamic_shared: int = 0, verify: bool = False) -> dict:
+                     dynamic_shared: int = 0, verify: bool = False,
+                     request: gr.Request | None = None) -> dict:
         """Launch a CUDA kernel on the GPU inside the model. grid and block: "X" or "X,Y";
         args: the CLI's JSON list (a list of ints is an input array, {"zeros": n} an output
         array, an int a scalar). Returns the CLI's JSON object ({"kernel", "backend", "args",
         "stats", "prompt_tokens", "generated_tokens", "engine", "decode_step", "seconds"}, with
         verify also "exact", and "races" and "warnings" if the replay saw data races) or {"error":
         {"kind", "message"}}."""
-        return run_json(self.host.gm, self.host.lock, source, kernel, grid, block, args,
-                        dynamic_shared, verify, self.host.token_limit)
+        try:
+            with self.host.session_launch(_session(request)):
+                return run_json(self.host.gm, self.host.slots, source, kernel, grid, block,
+                                args, dynamic_shared, verify, self.host.token_limit)
+        except QgpuError as e:
+            return error_json(e)
 
     # --- layout --------------------------------------------------------------------------------
 
@@ -406,7 +415,8 @@ class CudaTab:
         run.click(self.run, [source, kernel, grid, block, args, shared, check, limit],
                   [result, tokens, prompt, as_json, slider, caption, *figs, recording, kernel,
                    shown],
-                  concurrency_id=GPU, concurrency_limit=1, api_visibility="undocumented",
+                  concurrency_id=GPU, concurrency_limit=self.host.max_concurrent,
+                  api_visibility="undocumented",
                   show_progress_on=[result])
         stop.click(self.stop, None, None, queue=False, api_visibility="private")
         slider.input(self.show, [recording, slider, shown], [caption, *figs, shown],
@@ -419,7 +429,7 @@ class CudaTab:
                    [slider, caption, *figs, shown, timer, play, playing], show_progress="hidden",
                    concurrency_id="views", concurrency_limit=4, api_visibility="private")
         gr.api(self.api_run_cuda, api_name="run_cuda", concurrency_id=GPU,
-               concurrency_limit=1)
+               concurrency_limit=self.host.max_concurrent)
 
 
 def create_app(host: ModelHost, chat_generator: Generator | None = None) -> gr.Blocks:

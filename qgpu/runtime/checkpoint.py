@@ -4,8 +4,10 @@ is read from a bank's GDN head, never computed."""
 
 from __future__ import annotations
 
+import collections
 import json
 import os
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -41,6 +43,53 @@ class Session(Protocol):
     def head(self, layer: int, head: int, batch: int) -> torch.Tensor:
         """The [dk, dv] recurrent state of GDN head `head` of layer `layer`, sequence `batch`."""
         ...
+
+
+class Turns:
+    """A first-come, first-served lock: the model's steps, taken in turn by every launch that
+    runs on it (``GpuModel.session``). Launches from several users interleave one decode step at
+    a time, so a short launch waits for at most one step of each long one per token (a fair
+    share) instead of for whole launches."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._waiting: collections.deque[threading.Event] = collections.deque()
+        self._busy = False
+
+    def __enter__(self) -> Turns:
+        with self._guard:
+            if not self._busy:
+                self._busy = True
+                return self
+            turn = threading.Event()
+            self._waiting.append(turn)
+        turn.wait()  # handed over by the holder's __exit__
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        with self._guard:
+            if self._waiting:
+                self._waiting.popleft().set()  # still busy: the turn passes on
+            else:
+                self._busy = False
+
+
+class _TakingTurns:
+    """A session whose model steps wait for their turn on the model (``Turns``)."""
+
+    def __init__(self, session: Session, turns: Turns) -> None:
+        self.session, self.turns = session, turns
+
+    def prefill(self, prompts: list[list[int]], on_layer: OnLayer | None = None) -> list[int]:
+        with self.turns:
+            return self.session.prefill(prompts, on_layer)
+
+    def step(self, ids: list[int | None], on_layer: OnLayer | None = None) -> list[int]:
+        with self.turns:
+            return self.session.step(ids, on_layer)
+
+    def head(self, layer: int, head: int, batch: int) -> torch.Tensor:
+        return self.session.head(layer, head, batch)
 
 
 ENGINES = ("sparse", "stock")
@@ -156,9 +205,11 @@ class GpuModel:
             f"pytorch ({self.sparse.native_off})"
 
     def session(self) -> Session:
-        """A new batch of launch sequences on this model's engine."""
-        return StockSession(self) if self.engine == "stock" else \
+        """A new batch of launch sequences on this model's engine; its steps take turns with
+        every other session's on this model (and its with_engine copies): ``Turns``."""
+        session = StockSession(self) if self.engine == "stock" else \
             EngineSession(self.sparse, native=self.native)
+        return _TakingTurns(session, self._loaded.setdefault("turns", Turns()))
 
     @property
     def reference(self) -> CircuitReference:

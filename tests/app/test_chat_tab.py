@@ -174,7 +174,7 @@ def test_advanced_mode_shows_the_models_cuda_and_its_faults(host) -> None:
 def textonly():
     """A chat tab over a stand-in host: turns without calls never touch the model."""
     host = SimpleNamespace(gm=SimpleNamespace(engine="sparse"), token_limit=100,
-                           lock=threading.Lock(), tiny=True)
+                           slots=threading.BoundedSemaphore(8), max_concurrent=8, tiny=True)
     return lambda turns: ChatTab(host, CudaTab(host), ScriptedModel(turns))
 
 

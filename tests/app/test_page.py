@@ -94,7 +94,7 @@ def test_stop_ends_a_running_launch(host) -> None:
     assert "Stopped by you after" in result and rec.outcome == "stopped" and len(rec) > 0
     # verify: the reference interpreter cannot finish it either
     assert "? verify" in result and "never ends" in result
-    assert not host.lock.locked()
+    assert host.slots._value == host.max_concurrent and not host._running  # all given back
 
 
 def test_scrubbing_and_play(tab, dot_run) -> None:
