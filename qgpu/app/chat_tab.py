@@ -37,7 +37,7 @@ from qgpu.chat.calc import Launcher, LaunchRecord, suite_source
 from qgpu.chat.session import Chat, ChatOptions
 from qgpu.chat.toolcalls import OPEN, split_reasoning
 from qgpu.driver import SUITE_DIR
-from qgpu.errors import QgpuError
+from qgpu.errors import QgpuError, UsageError
 
 if TYPE_CHECKING:
     from qgpu.app.host import ModelHost
@@ -50,6 +50,9 @@ CHAT = "chat"
 launches take turns on the GPU model with the CUDA tab's (runtime.Turns)."""
 STREAM_EVERY_S = 0.1  # text and progress reach the page at most this often
 MAX_OPTIONS = 6  # launch buttons under a turn's last message (the picker lists them all)
+MAX_MESSAGE_CHARS = 8_000
+"""Longest message a user may send (a CUDA kernel and a question fit; the prompt the language
+model reads grows with each message, so a pasted book is refused, not tokenized)."""
 
 MODES = [("Normal: the model calls gpu_calc(expression)", "normal"),
          ("Advanced: the model writes CUDA (cuda_launch)", "advanced")]
@@ -431,6 +434,9 @@ class ChatTab:
         stop = self._stops[key] = threading.Event()
         turn = _Turn(text, bool(thinking))
         try:
+            if len(text) > MAX_MESSAGE_CHARS:
+                raise UsageError(f"the message has {len(text):,} characters; at most "
+                                 f"{MAX_MESSAGE_CHARS:,}")
             limit = int(max_tokens) if max_tokens else ChatOptions.max_new_tokens
             yield from self._send(turn, session, mode, bool(thinking), bool(greedy), limit, stop)
         except QgpuError as e:  # e.g. the build has no text path to load

@@ -191,6 +191,13 @@ def test_thinking_folds_into_its_own_message(textonly) -> None:
     assert outs[-1][PICKER]["choices"] == [] and outs[-1][PICKER]["interactive"] is False
 
 
+def test_a_too_long_message_is_refused_before_the_model_reads_it(textonly) -> None:
+    outs = send(textonly(["never written"]), "1+" * 4_001 + "1")
+    assert outs[-1][VIEW][-1]["content"] == ("⚠️ **usage error** — the message has 8,003 "
+                                              "characters; at most 8,000")
+    assert outs[-1][SESSION].history == []
+
+
 def test_errors_are_messages_never_tracebacks(textonly, monkeypatch) -> None:
     view = send(textonly([]), "hello")[-1][VIEW]  # the model has nothing to say: its error
     assert view[-1]["content"].startswith("⚠️ **usage error** — the scripted model has no")
