@@ -261,14 +261,11 @@ def _compile_with(tool: _Nvrtc | str | _Clang, source: str, filename: str,
             f"{name} cannot be confined on this machine (QGPU_CONFINE="
             f"{os.environ.get('QGPU_CONFINE', 'auto')}; no Landlock, no user namespaces), so it "
             f"does not compile sources from this server's users: docs/SECURITY.md")
-    try:
-        if isinstance(tool, _Nvrtc):
-            return _compile_nvrtc(tool, source, filename, time_limit)
-        if isinstance(tool, _Clang):
-            return _compile_clang(tool, source, filename, time_limit)
-        return _compile_nvcc(tool, source, filename, time_limit)
-    except CompileError as exc:  # its log may name files: show only what the user may see
-        raise CompileError(withhold_paths(exc.message, filename)) from None
+    if isinstance(tool, _Nvrtc):
+        return _compile_nvrtc(tool, source, filename, time_limit)
+    if isinstance(tool, _Clang):
+        return _compile_clang(tool, source, filename, time_limit)
+    return _compile_nvcc(tool, source, filename, time_limit)
 
 
 def _confine_setting() -> str:
@@ -606,9 +603,10 @@ def _compile_clang(clang: _Clang, source: str, filename: str, time_limit: float)
     return PtxResult(ptx, "clang", clang.version, log)
 
 
-_COMPILER_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LC_ALL": "C"}
+_COMPILER_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LC_ALL": "C",
+                 **{k: v for k, v in os.environ.items() if k.upper() == "SYSTEMROOT"}}
 """The environment a compiler gets: none of the server's (its secrets, and variables such as
-CPATH that add include directories)."""
+CPATH that add include directories); Windows needs SYSTEMROOT to start a process."""
 
 
 def _run_tool(name: str, command: list[str], source: str, filename: str,
