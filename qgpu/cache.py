@@ -34,6 +34,13 @@ def default_cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "qgpu"
 
 
+def mark_used(path: Path) -> None:
+    """Date a cached entry's last use (its mtime): the size limit removes least recently used
+    entries first (``prune``)."""
+    with contextlib.suppress(OSError):
+        os.utime(path)
+
+
 def source_hash(modules: list[str], extra_files: Sequence[Path] = ()) -> str:
     """sha256 over the source files of `modules` and every qgpu module they import."""
     seen: dict[str, Path] = {}

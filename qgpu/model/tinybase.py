@@ -34,7 +34,7 @@ from transformers.models.qwen3_5.modeling_qwen3_5 import Qwen3_5DecoderLayer
 from transformers.models.qwen3_5.tokenization_qwen3_5 import Qwen3_5Tokenizer
 from transformers.tokenization_utils_base import AddedToken
 
-from qgpu.cache import default_cache_dir
+from qgpu.cache import default_cache_dir, mark_used
 
 VOCAB_SIZE = 248320
 """Rows of the embedding; ids from 248,077 up are padding that no token uses."""
@@ -333,6 +333,7 @@ def build_tokenizer(cache_dir: Path | None = None) -> Path:
     key.update(f"format={_TOKENIZER_FORMAT}".encode())
     target = Path(cache_dir or default_cache_dir()) / "tokenizer" / key.hexdigest()[:16]
     if all((target / name).is_file() for name in _TOKENIZER_FILES):
+        mark_used(target)
         return target
 
     vocab, merges = _RanksConverter().extract_vocab_merges_from_model(str(ranks_file))

@@ -43,7 +43,7 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save_file
 from transformers.models.qwen3_5.modeling_qwen3_5 import torch_chunk_gated_delta_rule
 
-from qgpu.cache import default_cache_dir
+from qgpu.cache import default_cache_dir, mark_used
 from qgpu.model.merge import tensor_files
 from qgpu.runtime.engine_native import NativeStep, library
 
@@ -205,6 +205,8 @@ class Engine:
             save_file(tensors, str(tmp), metadata={"shape": json.dumps(shape),
                                                    "checkpoint": str(merged.resolve())})
             tmp.replace(path)
+        else:
+            mark_used(path)
         with safe_open(str(path), framework="pt") as f:
             shape = json.loads(f.metadata()["shape"])
         return cls._from_tensors(load_file(str(path)), shape, meta, dtype, device)

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from qgpu.cache import default_cache_dir
+from qgpu.cache import default_cache_dir, mark_used
 
 if TYPE_CHECKING:
     from qgpu.runtime.engine import Engine, EngineState
@@ -95,6 +95,7 @@ def library() -> tuple[ctypes.CDLL | None, str]:
     key.update(f"{cc}|{' '.join(FLAGS + TUNED)}|{platform.machine()}|{platform.system()}|"
                f"{_processor()}".encode())
     out = default_cache_dir() / "native" / f"engine_native-{key.hexdigest()[:20]}.so"
+    mark_used(out)  # (no file yet: nothing to date)
     if not out.is_file():
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = out.with_suffix(f".{os.getpid()}.tmp")
