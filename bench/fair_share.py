@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from qgpu.app.examples import EXAMPLES  # noqa: E402
 from qgpu.app.launches import Request, execute, prepare  # noqa: E402
 from qgpu.errors import LaunchError  # noqa: E402
-from qgpu.runtime import GpuModel  # noqa: E402
+from qgpu.runtime import GpuModel, run_launch  # noqa: E402
 
 DOT = Path(__file__).resolve().parents[1] / "kernels" / "dot.cu"
 
@@ -38,7 +38,8 @@ def main() -> None:
     ap.add_argument("--model", required=True)
     ap.add_argument("--long", type=int, default=4)
     ap.add_argument("--short", type=int, default=20)
-    ap.add_argument("--long-tokens", type=int, default=200_000)
+    ap.add_argument("--long-tokens", type=int, default=200_000,
+                    help="each long launch's token limit (then it starts again)")
     ns = ap.parse_args()
     gm = GpuModel.load(ns.model)
     slots = threading.BoundedSemaphore(ns.long + 1)
@@ -48,42 +49,51 @@ def main() -> None:
     long = prepare(Request.parse(spin["source"], spin["kernel"], spin["grid"], spin["block"],
                                  spin["args"]))
 
-    def shorts() -> list[float]:
-        out = []
+    def shorts() -> tuple[list[float], list[float]]:
+        """Each run's wall time and its decode part."""
+        wall, decode = [], []
         for _ in range(ns.short):
             t0 = time.perf_counter()
             run = execute(gm, slots, short.launch, 1000)
-            out.append(time.perf_counter() - t0)
+            wall.append(time.perf_counter() - t0)
+            decode.append(run.seconds["decode"])
             assert run.memory is not None
-        return out
+        return wall, decode
 
-    execute(gm, slots, short.launch, 1000)  # warm: the engine's form, the native step
+    run_tokens = execute(gm, slots, short.launch, 1000).generated  # warm: engine, native step
     alone = shorts()
     stop = threading.Event()
     tokens = [0] * ns.long
 
+    def count(i: int, *_: object) -> None:
+        tokens[i] += 1
+
     def runaway(i: int) -> None:
         while not stop.is_set():
-            try:
-                execute(gm, slots, long.launch, ns.long_tokens)
-            except LaunchError:
-                pass
-            tokens[i] += 1
+            with slots:
+                try:
+                    run_launch(gm, long.launch, token_limit=ns.long_tokens,
+                               on_token=lambda *a: count(i))
+                except LaunchError:  # the token limit
+                    pass
 
     threads = [threading.Thread(target=runaway, args=(i,), daemon=True) for i in range(ns.long)]
     for t in threads:
         t.start()
     time.sleep(1.0)
+    t0, before = time.perf_counter(), sum(tokens)
     beside = shorts()
+    long_rate = (sum(tokens) - before) / (time.perf_counter() - t0)
     stop.set()
-    a50, a95 = percentiles(alone)
-    b50, b95 = percentiles(beside)
-    print(f"dot product launch ({len(short.launch.program.blocks)} ROM blocks), "
-          f"{ns.short} runs each, decode step {gm.decode_step}")
-    print(f"  alone:                    p50 {a50:.3f} s   p95 {a95:.3f} s")
-    print(f"  beside {ns.long} long launches:   p50 {b50:.3f} s   p95 {b95:.3f} s")
-    print(f"  ratio:                    p50 {b50 / a50:.1f}x   p95 {b95 / a95:.1f}x "
-          f"(a fair share of {ns.long + 1} launches: ~{ns.long + 1}x the decode part)")
+    print(f"dot product launch ({len(short.launch.program.blocks)} ROM blocks, "
+          f"{len(run_tokens)} generated tokens), {ns.short} runs each, decode step "
+          f"{gm.decode_step}; seconds, p50 / p95")
+    for part, k in (("whole launch", 0), ("decode part", 1)):
+        a50, a95 = percentiles(alone[k])
+        b50, b95 = percentiles(beside[k])
+        print(f"  {part:12}  alone {a50:.3f} / {a95:.3f}   beside {ns.long} long launches "
+              f"{b50:.3f} / {b95:.3f}   ratio {b50 / a50:.1f}x / {b95 / a95:.1f}x")
+    print(f"  the long launches meanwhile: {long_rate:.0f} generated tokens/s together")
 
 
 if __name__ == "__main__":
