@@ -70,8 +70,11 @@ def main(argv: list[str] | None = None) -> int:
     demo = create_app(host)
     demo.launch(server_name=ns.host, server_port=ns.port, prevent_thread_lock=True,
                 **launch_options())
+    from qgpu.toolchain.cuda import serving_compiler
+
     print(f"[qgpu app] ready in {time.perf_counter() - T0:.1f} s (model loaded in "
-          f"{host.gm.load_seconds:.1f} s): {demo.local_url}", file=sys.stderr, flush=True)
+          f"{host.gm.load_seconds:.1f} s): {demo.local_url}; pasted CUDA: "
+          f"{serving_compiler()}", file=sys.stderr, flush=True)
     demo.block_thread()
     return 0
 

@@ -268,6 +268,15 @@ def _compile_with(tool: _Nvrtc | str | _Clang, source: str, filename: str,
     return _compile_nvcc(tool, source, filename, time_limit)
 
 
+def serving_compiler() -> str:
+    """What compiles a server's users' sources here, in words (the app says it at start)."""
+    for name in available_compilers():
+        how = confinement(name)
+        if how != "none":
+            return f"{name}, confined by {how}"
+    return "none: no compiler can be confined here, pasted CUDA is refused (docs/SECURITY.md)"
+
+
 def _confine_setting() -> str:
     setting = os.environ.get("QGPU_CONFINE", "auto").strip().lower() or "auto"
     if setting not in CONFINEMENTS:

@@ -270,3 +270,13 @@ def test_the_worker_has_a_memory_limit() -> None:
     limits = Path(f"/proc/{cuda._WORKER.proc.pid}/limits").read_text()
     line = next(x for x in limits.splitlines() if x.startswith("Max address space"))
     assert str(cuda.COMPILE_MEMORY_LIMIT) in line
+
+
+def test_the_app_says_what_compiles_pasted_sources(monkeypatch: pytest.MonkeyPatch) -> None:
+    if not cuda.available_compilers():
+        pytest.skip("no compiler here")
+    monkeypatch.setenv("QGPU_CONFINE", "none")
+    assert cuda.serving_compiler().startswith("none: no compiler can be confined here")
+    monkeypatch.setenv("QGPU_CONFINE", "namespace")
+    if jail.available():
+        assert cuda.serving_compiler().endswith("confined by namespace")
