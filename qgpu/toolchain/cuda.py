@@ -383,13 +383,14 @@ def withhold_paths(log: str, filename: str) -> str:
 
 def _nvrtc() -> _Nvrtc | None:
     with _DISCOVERY_LOCK:
-        return _load_nvrtc(os.environ.get("QGPU_NVRTC"))
+        return _load_nvrtc(os.environ.get("QGPU_NVRTC"), _confine_setting())
 
 
 @functools.cache
-def _load_nvrtc(env: str | None) -> _Nvrtc | None:
-    """Start the NVRTC worker once (QGPU_NVRTC, else the pip wheel's library); None when no
-    libnvrtc loads. The worker stays up for this process's later compiles."""
+def _load_nvrtc(env: str | None, setting: str) -> _Nvrtc | None:
+    """Start the NVRTC worker once per library and confinement setting (QGPU_NVRTC, else the pip
+    wheel's library); None when no libnvrtc loads. The worker stays up for this process's
+    later compiles."""
     global _WORKER
     candidates = [Path(env)] if env else _wheel_nvrtc_libraries()
     if not candidates:
@@ -401,6 +402,8 @@ def _load_nvrtc(env: str | None) -> _Nvrtc | None:
     if worker is None:
         return None
     with _NVRTC_LOCK:
+        if _WORKER is not None:  # started under another setting or library
+            _WORKER.stop()
         _WORKER = worker
     return _Nvrtc(hello[1], hello[2], worker.confinement)
 
@@ -430,6 +433,7 @@ class _Worker:
         self.proc = proc
         self.owner = os.getpid()  # a forked child must not talk to its parent's worker
         self.confinement = confinement
+        self.setting = _confine_setting()  # what QGPU_CONFINE asked for when it started
         self.scratch = scratch  # the namespace jail's mount points, removed with the worker
 
     @classmethod
@@ -474,7 +478,9 @@ class _Worker:
         return worker, hello
 
     def usable(self) -> bool:
-        return self.owner == os.getpid() and self.proc.poll() is None
+        """Running, this process's, and confined as QGPU_CONFINE now asks."""
+        return self.owner == os.getpid() and self.proc.poll() is None \
+            and self.setting == _confine_setting()
 
     def compile(self, source: str, filename: str, time_limit: float) -> list[str]:
         request = [source, filename, *NVRTC_OPTIONS, *nvrtc_include_options()]
@@ -537,6 +543,8 @@ def _compile_nvrtc(nvrtc: _Nvrtc, source: str, filename: str, time_limit: float)
     global _WORKER
     with _NVRTC_LOCK:
         if _WORKER is None or not _WORKER.usable():
+            if _WORKER is not None:
+                _WORKER.stop()
             _WORKER, hello = _Worker.start([nvrtc.library], time_limit)
             if _WORKER is None:
                 raise CompileError(f"nvrtc: {nvrtc.library} no longer loads: {hello[1]}")
