@@ -58,3 +58,17 @@ def server(host):
                 **launch_options())
     yield demo.local_url
     demo.close()
+
+
+@pytest.fixture(scope="module")
+def one_slot_server(gpu):
+    """The app over a host with one launch slot and a 2,000-token limit: a second launch waits
+    in the queue while a runaway one runs."""
+    from qgpu.app.page import create_app, launch_options
+
+    host = ModelHost(gpu, "tiny", True, gpu.path, token_limit=2000, max_concurrent=1)
+    demo = create_app(host)
+    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", quiet=True,
+                **launch_options())
+    yield demo.local_url
+    demo.close()

@@ -12,7 +12,6 @@ from types import SimpleNamespace
 
 import pytest
 
-from qgpu.app.host import ModelHost
 from qgpu.app.launches import Prepared, Request, execute, prepare
 from qgpu.errors import ResourceError
 
@@ -96,19 +95,6 @@ def test_a_session_has_at_most_its_share_of_launches(host) -> None:
             pass
     with host.session_launch("s"):
         pass
-
-
-@pytest.fixture
-def one_slot_server(gpu):
-    """The app over a host with one launch slot and a 300-token limit."""
-    from qgpu.app.page import create_app, launch_options
-
-    host = ModelHost(gpu, "tiny", True, gpu.path, token_limit=300, max_concurrent=1)
-    demo = create_app(host)
-    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", quiet=True,
-                **launch_options())
-    yield demo.local_url
-    demo.close()
 
 
 def test_the_queue_position_is_reported(one_slot_server) -> None:
