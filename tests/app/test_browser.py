@@ -21,17 +21,24 @@ pytestmark = [
 
 
 @pytest.fixture(scope="module")
-def page(server):
+def browser():
+    """One chromium for the module (playwright's sync API runs one instance per thread)."""
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM,
                                     args=["--no-sandbox", "--disable-gpu"])
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.errors = []
-        page.on("pageerror", lambda e: page.errors.append(str(e)))
-        page.goto(server)
-        page.wait_for_selector("#cuda-run", timeout=60_000)
-        yield page
+        yield browser
         browser.close()
+
+
+@pytest.fixture(scope="module")
+def page(server, browser):
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.errors = []
+    page.on("pageerror", lambda e: page.errors.append(str(e)))
+    page.goto(server)
+    page.wait_for_selector("#cuda-run", timeout=60_000)
+    yield page
+    page.close()
 
 
 def test_run_the_dot_product_and_scrub_its_tokens(page) -> None:
@@ -122,32 +129,30 @@ def test_chat_a_gpu_call_then_open_its_launch_in_the_views(page) -> None:
     assert not page.errors, page.errors
 
 
-def test_a_waiting_run_shows_its_place_in_the_queue(one_slot_server) -> None:
+def test_a_waiting_run_shows_its_place_in_the_queue(one_slot_server, browser) -> None:
     """Two visitors, one launch slot: while the first one's runaway launch runs, the second
     one's Run shows its queue position over the result, then its own result."""
     from qgpu.app.examples import EXAMPLES
 
     runaway = next(e.label for e in EXAMPLES if e.expect == "runaway")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM,
-                                    args=["--no-sandbox", "--disable-gpu"])
-        first, second = (browser.new_page(viewport={"width": 1400, "height": 1000})
-                         for _ in range(2))
-        for page in (first, second):
-            page.goto(one_slot_server)
-            page.wait_for_selector("#cuda-run", timeout=60_000)
-        first.locator("#cuda-example input").click()
-        first.get_by_role("option", name=runaway).click()
-        first.wait_for_function("document.querySelector('#cuda-source').innerText"
-                                ".includes('never ends')", timeout=20_000)
-        first.click("#cuda-run")
-        first.wait_for_selector("#cuda-result .qg-run", timeout=60_000)
-        second.click("#cuda-run")  # the dot product
-        second.wait_for_function("/queue: *\\d+ *\\/ *\\d+/.test("
-                                 "document.querySelector('#cuda-result').innerText)",
-                                 timeout=30_000)
-        second.wait_for_selector("#cuda-result .qg-ok", timeout=120_000)
-        assert "0\n32" in second.inner_text("#cuda-result")
-        first.wait_for_selector("#cuda-result .qg-err", timeout=120_000)
-        assert "did not end within 2000 generated tokens" in first.inner_text("#cuda-result")
-        browser.close()
+    first, second = (browser.new_page(viewport={"width": 1400, "height": 1000})
+                     for _ in range(2))
+    for page in (first, second):
+        page.goto(one_slot_server)
+        page.wait_for_selector("#cuda-run", timeout=60_000)
+    first.locator("#cuda-example input").click()
+    first.get_by_role("option", name=runaway).click()
+    first.wait_for_function("document.querySelector('#cuda-source').innerText"
+                            ".includes('never ends')", timeout=20_000)
+    first.click("#cuda-run")
+    first.wait_for_selector("#cuda-result .qg-run", timeout=60_000)
+    second.click("#cuda-run")  # the dot product
+    second.wait_for_function("/queue: *\\d+ *\\/ *\\d+/.test("
+                             "document.querySelector('#cuda-result').innerText)",
+                             timeout=30_000)
+    second.wait_for_selector("#cuda-result .qg-ok", timeout=120_000)
+    assert "0\n32" in second.inner_text("#cuda-result")
+    first.wait_for_selector("#cuda-result .qg-err", timeout=120_000)
+    assert "did not end within 2000 generated tokens" in first.inner_text("#cuda-result")
+    first.close()
+    second.close()
