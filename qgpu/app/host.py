@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from qgpu.app import space
 from qgpu.app.launches import Finished, Tick, execute, stream_launch
+from qgpu.errors import ResourceError
 
 if TYPE_CHECKING:
     from qgpu import protocol as T
@@ -109,8 +110,6 @@ class ModelHost:
     def session_launch(self, key: str) -> Iterator[None]:
         """Count a launch of session `key` while it runs; a ResourceError beyond
         ``per_session`` at once."""
-        from qgpu.errors import ResourceError
-
         with self._guard:
             if self._running[key] >= self.per_session:
                 raise ResourceError(f"this session already has {self._running[key]} launches "

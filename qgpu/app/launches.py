@@ -1,7 +1,7 @@
 """The launch service behind the CUDA tab and the ``run_cuda`` API: check a request against the
-app's limits, compile it, place its arguments, run it on the shared model (one launch at a time)
-and say what happened — the CLI's JSON object, or a stream of tokens with the machine state the
-model holds after each.
+app's limits, compile it, place its arguments, run it on the shared model (in one of the host's
+launch slots, its steps taking turns with the other launches') and say what happened — the
+CLI's JSON object, or a stream of tokens with the machine state the model holds after each.
 
 The model computes everything shown: results are read from its recurrent state
 (``qgpu.driver.read_back`` of the gmem bank), the views' state after every token
