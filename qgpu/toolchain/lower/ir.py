@@ -1,6 +1,6 @@
 """The lowering's intermediate form: machine instructions over virtual registers, in basic blocks.
 
-Instruction selection (select.py) produces it from PTX; register allocation (regalloc.py) maps
+Instruction selection (select/) produces it from PTX; register allocation (regalloc.py) maps
 virtual registers to r1..r15 / p0..p3 (spilling to local slots); layout.py cuts the basic blocks
 into ROM blocks. Virtual register 0 is the zero register.
 """
