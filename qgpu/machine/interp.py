@@ -19,11 +19,17 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from qgpu.errors import LaunchError, ResourceError, UsageError
-from qgpu.machine import limits
+from qgpu.machine import float32, limits
 from qgpu.machine.isa import (
     ATOMIC_OPS,
+    F2I_FTZ,
+    F2I_SIGNED,
+    FLOAT_OPS,
+    FTZ,
+    I2F_SIGNED,
     INDEX_UNSIGNED,
     INDEXED,
+    SAT,
     Atom,
     Block,
     Cmp,
@@ -361,8 +367,8 @@ class _Launch:
         if op == Op.SHFL:
             self._need_regs(w, lanes, reads, ins)
             results = self._shuffle(w, lanes, ins, mask)
-        elif op == Op.SETP:
-            for ln, v in [(ln, _compare(ins.mod, R[ln][ins.a], _operand_b(ins, R[ln])))
+        elif op in (Op.SETP, Op.FSETP):
+            for ln, v in [(ln, _compare(ins, R[ln][ins.a], _operand_b(ins, R[ln])))
                           for ln in lanes]:
                 w.preds[ln][ins.d] = v
                 if ins.undefined or reads & ~w.reg_def[ln]:
@@ -396,7 +402,8 @@ class _Launch:
                 for ln in lanes
             ]
         else:
-            results = [alu(op, R[ln][ins.a], _operand_b(ins, R[ln]), R[ln][ins.c]) for ln in lanes]
+            results = [alu(op, R[ln][ins.a], _operand_b(ins, R[ln]), R[ln][ins.c], ins.mod)
+                       for ln in lanes]
         if ins.d:
             bit = 1 << ins.d
             for ln, v in zip(lanes, results, strict=False):
@@ -597,8 +604,11 @@ def _operand_b(ins: Instr, regs: list[int]) -> int:
     return ins.imm & MASK32 if ins.bi else regs[ins.b]
 
 
-def alu(op: Op, a: int, b: int, c: int = 0) -> int:
-    """Exact 32-bit semantics of the arithmetic/logic ops (inputs and output unsigned 32-bit)."""
+def alu(op: Op, a: int, b: int, c: int = 0, mod: int = 0) -> int:
+    """Exact 32-bit semantics of the arithmetic/logic ops (inputs and output unsigned 32-bit);
+    float ops compute through qgpu/machine/float32.py."""
+    if op in FLOAT_OPS:
+        return _float(op, a, b, c, mod)
     if op == Op.ADD:
         return (a + b) & MASK32
     if op == Op.SUB:
@@ -646,8 +656,33 @@ def alu(op: Op, a: int, b: int, c: int = 0) -> int:
     raise ValueError(f"{op.name} is not an ALU op")
 
 
-def _compare(cmp: int, a: int, b: int) -> bool:
-    c = Cmp(cmp)
+def _float(op: Op, a: int, b: int, c: int, mod: int) -> int:
+    rnd, ftz, sat = float32.Round(mod & 3), bool(mod & FTZ), bool(mod & SAT)
+    if op == Op.FADD:
+        return float32.add(a, b, rnd, ftz, sat)
+    if op == Op.FSUB:
+        return float32.sub(a, b, rnd, ftz, sat)
+    if op == Op.FMUL:
+        return float32.mul(a, b, rnd, ftz, sat)
+    if op == Op.FFMA:
+        return float32.fma(a, b, c, rnd, ftz, sat)
+    if op == Op.FMIN:
+        return float32.minimum(a, b, ftz)
+    if op == Op.FMAX:
+        return float32.maximum(a, b, ftz)
+    if op == Op.I2F:
+        return float32.from_int(a, bool(mod & I2F_SIGNED), rnd)
+    if op == Op.F2I:
+        return float32.to_int(a, bool(mod & F2I_SIGNED), rnd, bool(mod & F2I_FTZ))
+    if op == Op.FRND:
+        return float32.round_integral(a, rnd, ftz)
+    raise ValueError(f"{op.name} is not a float ALU op")
+
+
+def _compare(ins: Instr, a: int, b: int) -> bool:
+    if ins.op == Op.FSETP:
+        return float32.compare(a, b, float32.FCmp(ins.mod), bool(ins.c))
+    c = Cmp(ins.mod)
     if c in (Cmp.EQ, Cmp.NE):
         return (a == b) == (c == Cmp.EQ)
     if c in (Cmp.LT, Cmp.LE, Cmp.GT, Cmp.GE):

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 
 from qgpu.machine import limits
+from qgpu.machine.float32 import FCmp, Round
 
 
 class Op(IntEnum):
@@ -52,6 +53,17 @@ class Op(IntEnum):
     ATOMG = 28
     ATOMS = 29  # same on shared memory
     SHFL = 30  # d = a of the lane chosen by mode mod, B and the packed shape c
+    # binary32 (qgpu/machine/float32.py); mod = rounding | FTZ | SAT unless said otherwise
+    FADD = 31  # d = a + B
+    FSUB = 32  # d = a - B
+    FMUL = 33  # d = a * B
+    FFMA = 34  # d = a * B + c, rounded once
+    FMIN = 35  # d = the smaller of a, B (the non-NaN one; -0 < +0); mod FTZ only
+    FMAX = 36
+    FSETP = 37  # predicate d = a <mod FCmp> B; c = 1 flushes subnormal operands (ftz)
+    I2F = 38  # d = float(a), mod = rounding | I2F_SIGNED
+    F2I = 39  # d = a rounded to an integer, saturated, NaN -> 0 (mod: rounding | F2I_* bits)
+    FRND = 40  # d = a rounded to an integral float; mod = rounding | FTZ
 
 
 class Cmp(IntEnum):
@@ -146,9 +158,20 @@ class SReg(IntEnum):
     NCTAID_Y = 7
 
 
+# Float mod bits (bits 0-1: float32.Round): flush subnormal inputs and results, clamp to [0, 1].
+# I2F and F2I use bit 2 for a signed integer, F2I bit 3 for ftz.
+FTZ = 4
+SAT = 8
+I2F_SIGNED = 4
+F2I_SIGNED = 4
+F2I_FTZ = 8
+FLOAT_OPS = frozenset({Op.FADD, Op.FSUB, Op.FMUL, Op.FFMA, Op.FMIN, Op.FMAX, Op.FSETP, Op.I2F,
+                       Op.F2I, Op.FRND})
+
 # Ops whose d names a predicate rather than a register.
-PRED_DEST_OPS = frozenset({Op.SETP, Op.PLOP})
-UNARY_OPS = frozenset({Op.NEG, Op.ABS, Op.NOT, Op.POPC, Op.CLZ, Op.BREV})
+PRED_DEST_OPS = frozenset({Op.SETP, Op.PLOP, Op.FSETP})
+UNARY_OPS = frozenset({Op.NEG, Op.ABS, Op.NOT, Op.POPC, Op.CLZ, Op.BREV, Op.I2F, Op.F2I,
+                       Op.FRND})
 def source_registers(op: Op, mod: int, bi: bool, a: int, b: int, c: int) -> tuple[int, ...]:
     """The register fields an instruction reads, given its op and mod (shared with the IR)."""
     if op in (Op.S2R, Op.PLOP):
@@ -160,7 +183,7 @@ def source_registers(op: Op, mod: int, bi: bool, a: int, b: int, c: int) -> tupl
     if op == Op.ST:
         return (a, b, c) if mod & INDEXED else (a, b)
     regs = [a] if bi else [a, b]
-    if op == Op.MAD or (op in (Op.ATOMG, Op.ATOMS) and mod == Atom.CAS):
+    if op in (Op.MAD, Op.FFMA) or (op in (Op.ATOMG, Op.ATOMS) and mod == Atom.CAS):
         regs.append(c)
     return tuple(regs)
 
@@ -279,6 +302,10 @@ SLOT_UNITS = ("memory", "multiply", "memory", "multiply")
 """The unit each slot has besides the ALU (every slot has one). A multiplier or a memory unit in
 every slot would make every slot as deep as its deepest unit (docs/ISA.md §6)."""
 
+FLOAT_SLOTS = (1, 3)
+"""The slots with the float unit: the multiplier slots, whose column compression can form a
+significand product and which read port c (FFMA's addend)."""
+
 HIGH_MULTIPLY_OPS = frozenset({Op.MULHI, Op.MULHIU})
 HIGH_MULTIPLY_SLOTS = (1,)
 """The multiplier slots that also give a product's high half. Slot 3's multiplier runs MUL and
@@ -291,8 +318,10 @@ NOP = Instr(Op.ADD)  # add r0, r0, r0: fills a slot the next instruction cannot 
 
 
 def unit_of(ins: Instr) -> str:
-    """The unit an instruction needs: "alu", "multiply" or "memory". Parameter loads (always at
-    a constant address) are ALU work: every slot reads the parameter words."""
+    """The unit an instruction needs: "alu", "multiply", "float" or "memory". Parameter loads
+    (always at a constant address) are ALU work: every slot reads the parameter words."""
+    if ins.op in FLOAT_OPS:
+        return "float"
     if ins.op in MUL_OPS:
         return "multiply"
     if accesses_memory(ins) or ins.op == Op.SHFL:
@@ -313,6 +342,8 @@ def slot_allows(slot: int, ins: Instr) -> bool:
     if ins.op in HIGH_MULTIPLY_OPS and slot not in HIGH_MULTIPLY_SLOTS:
         return False
     unit = unit_of(ins)
+    if unit == "float":
+        return slot in FLOAT_SLOTS
     return unit == "alu" or SLOT_UNITS[slot] == unit
 
 
@@ -342,7 +373,8 @@ class Block:
                                      f"{ins.op.name} (high halves: slot "
                                      f"{', '.join(map(str, HIGH_MULTIPLY_SLOTS))})")
                 raise ValueError(f"slot {slot} has no {unit_of(ins)} unit for {ins.op.name} "
-                                 f"(slot units: {', '.join(SLOT_UNITS)})")
+                                 f"(slot units: {', '.join(SLOT_UNITS)}; float: slots "
+                                 f"{', '.join(map(str, FLOAT_SLOTS))})")
             if any(reads_atomic_result(ins, e) for e in self.instrs[:slot]):
                 raise ValueError(f"slot {slot}: {ins.op.name} reads the result of the block's "
                                  f"atomic")
@@ -441,7 +473,9 @@ def format_instr(ins: Instr) -> str:
     guard = "" if g is None else f"@{'!' if g[1] else ''}p{g[0]} "
     op = ins.op
     bsrc = str(ins.imm) if ins.bi else _reg(ins.b)
-    if op == Op.SETP:
+    if op in FLOAT_OPS:
+        text = _format_float(ins, bsrc)
+    elif op == Op.SETP:
         text = f"setp.{Cmp(ins.mod).name.lower()} p{ins.d}, {_reg(ins.a)}, {bsrc}"
     elif op == Op.PLOP:
         na, nb = "!" if ins.mod & 4 else "", "!" if ins.mod & 8 else ""
@@ -476,6 +510,32 @@ def format_instr(ins: Instr) -> str:
     else:
         text = f"{op.name.lower()} r{ins.d}, {_reg(ins.a)}, {bsrc}"
     return guard + text + (f"  ; {ins.comment}" if ins.comment else "")
+
+
+def _format_float(ins: Instr, bsrc: str) -> str:
+    """``fadd.rz.ftz r1, r2, 0x3f800000`` and the like: float immediates in hex (their bits)."""
+    op = ins.op
+    if ins.bi:
+        bsrc = f"{ins.imm & 0xFFFFFFFF:#010x}"
+    rnd = "." + Round(ins.mod & 3).name.lower()
+    if op == Op.FSETP:
+        ftz = ".ftz" if ins.c else ""
+        return f"fsetp.{FCmp(ins.mod).name.lower()}{ftz} p{ins.d}, {_reg(ins.a)}, {bsrc}"
+    if op in (Op.I2F, Op.F2I):
+        signed = ".s32" if ins.mod & 4 else ".u32"
+        mods = (".rn", ".rz", ".rm", ".rp")[ins.mod & 3]
+        if op == Op.F2I:
+            mods = (".rni", ".rzi", ".rmi", ".rpi")[ins.mod & 3]
+            mods += ".ftz" if ins.mod & F2I_FTZ else ""
+        return f"{op.name.lower()}{mods}{signed} r{ins.d}, {_reg(ins.a)}"
+    ftz = ".ftz" if ins.mod & FTZ else ""
+    if op in (Op.FMIN, Op.FMAX):
+        return f"{op.name.lower()}{ftz} r{ins.d}, {_reg(ins.a)}, {bsrc}"
+    if op == Op.FRND:
+        return f"frnd{rnd}i{ftz} r{ins.d}, {_reg(ins.a)}"
+    sat = ".sat" if ins.mod & SAT else ""
+    text = f"{op.name.lower()}{rnd}{ftz}{sat} r{ins.d}, {_reg(ins.a)}, {bsrc}"
+    return text + (f", {_reg(ins.c)}" if op == Op.FFMA else "")
 
 
 def format_term(t: Term) -> str:
