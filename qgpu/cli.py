@@ -30,11 +30,13 @@ import os
 import re
 import sys
 import traceback
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 from qgpu.driver import BACKENDS, CompiledModule, compile_file
 from qgpu.errors import QgpuError, ResourceError, UsageError
+from qgpu.machine import float32
 from qgpu.machine.isa import format_program
 
 # --args is at most 16 parameters of at most 127 words: a few KB of JSON. These bounds keep a
@@ -101,7 +103,7 @@ def _json_args(text: str, option: str = "--args") -> Any:
         raise UsageError(f"{option} nests {deepest} deep; at most {MAX_ARGS_DEPTH} (an argument "
                          f"is an int, a list of ints or {{\"zeros\": n}})")
     try:
-        return json.loads(text, parse_int=integer)
+        return json.loads(text, parse_int=integer, parse_float=Decimal)  # decimals exact
     except json.JSONDecodeError as e:
         raise UsageError(f"{option} is not valid JSON: {e}") from None
 
@@ -277,6 +279,18 @@ def _run(ns: argparse.Namespace, warnings: list[str]) -> dict[str, Any]:
     warnings.extend(result.warnings)
     return {"kernel": result.kernel, "backend": result.backend, "args": result.args,
             "stats": result.stats, **symbols, **result.model, **races, "warnings": warnings}
+
+
+def _jsonable(value: Any) -> Any:
+    """Results with their float32 values as JSON numbers (shortest form) or, non-finite, as
+    the strings "nan", "inf", "-inf"."""
+    if isinstance(value, float32.Float32):
+        return value.json()
+    if isinstance(value, list):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    return value
 
 
 def _print_run(out: dict[str, Any]) -> None:
@@ -458,7 +472,7 @@ def _main(argv: list[str], warnings: list[str]) -> int:
         if ns.command == "run":
             out = _run(ns, warnings)
             if ns.json:
-                print(json.dumps(out))
+                print(json.dumps(_jsonable(out)))
             else:
                 _print_run(out)
             return 1 if out.get("exact") is False else 0

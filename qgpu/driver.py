@@ -21,12 +21,13 @@ import os
 import re
 import reprlib
 from dataclasses import dataclass, field, replace
+from decimal import Decimal
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from qgpu.errors import ArgumentTypeError, ResourceError, UsageError
-from qgpu.machine import limits
+from qgpu.machine import float32, limits
 from qgpu.machine.interp import check_launch_shape, run_program, s32
 from qgpu.machine.isa import Program
 from qgpu.machine.races import Race
@@ -70,6 +71,11 @@ class _Short(reprlib.Repr):
             return f"<an integer of {x.bit_length()} bits>"
         return super().repr_int(x, level)
 
+    def repr_Decimal(self, x: Decimal, level: int) -> str:  # noqa: N802 - reprlib's naming
+        """A number from JSON as it was written (the CLI keeps decimals exact)."""
+        text = str(x)
+        return text if len(text) <= 40 else text[:37] + "..."
+
 
 _SHORT = _Short()
 _SHORT.maxlevel, _SHORT.maxlist, _SHORT.maxdict, _SHORT.maxstring, _SHORT.maxlong = 2, 4, 2, 40, 40
@@ -111,8 +117,26 @@ def pointer_params(kernel: ast.Kernel) -> frozenset[str]:
     """The parameters the kernel uses as global addresses: the register it loads one into is
     converted by ``cvta`` or is the base of an address (what NVVM and clang write for a
     pointer). A 64-bit integer parameter (size_t, long long) is never used so."""
-    holds: dict[str, str] = {}  # register -> the parameter it was loaded from or copied of
-    used: set[str] = set()
+    return frozenset(_param_registers(kernel, ("mov", "cvta"))[1])
+
+
+def pointer_kinds(kernel: ast.Kernel) -> dict[str, str | None]:
+    """Each pointer parameter -> "f32" when the kernel loads, stores and updates its global
+    memory only as f32 (a ``float *``), "int" when only as integers, None otherwise (b32
+    accesses, none, or both). A float array takes numbers as C converts them to float and
+    reads back as floats; an int array refuses floats."""
+    pointers = pointer_params(kernel)
+    kinds = _param_registers(kernel, ("mov", "cvta", "add", "sub"))[1]
+    return {p: next(iter(kinds[p])) if len(kinds.get(p, ())) == 1 else None for p in pointers}
+
+
+def _param_registers(kernel: ast.Kernel, through: tuple[str, ...]) \
+        -> tuple[dict[str, str], dict[str, set[str]]]:
+    """Registers holding a value computed from a parameter (loaded, then passed ``through``
+    these opcodes), and each parameter used as an address (``cvta``'d or an address's base)
+    -> the kinds ("f32", "int") of the global accesses through it."""
+    holds: dict[str, str] = {}
+    used: dict[str, set[str]] = {}
     for ins in kernel.instructions:
         ops = ins.operands
         if ins.opcode == "ld" and ins.space == "param" and len(ops) == 2 \
@@ -120,16 +144,70 @@ def pointer_params(kernel: ast.Kernel) -> frozenset[str]:
                 and isinstance(ops[1].base, ast.Sym):
             holds[ops[0].name] = ops[1].base.name
             continue
-        if ins.opcode in ("mov", "cvta") and len(ops) == 2 and isinstance(ops[1], ast.Reg) \
-                and ops[1].name in holds:
-            if ins.opcode == "cvta":
-                used.add(holds[ops[1].name])
-            elif isinstance(ops[0], ast.Reg):
-                holds[ops[0].name] = holds[ops[1].name]
-        used.update(holds[op.base.name] for op in ops
-                    if isinstance(op, ast.Addr) and isinstance(op.base, ast.Reg)
-                    and op.base.name in holds)
-    return frozenset(used)
+        sources = {holds[op.name] for op in ops[1:] if isinstance(op, ast.Reg)
+                   and op.name in holds}
+        if ins.opcode == "cvta" and sources:
+            used.setdefault(next(iter(sources)), set())
+        if ins.opcode in through and len(sources) == 1 and isinstance(ops[0], ast.Reg):
+            holds[ops[0].name] = next(iter(sources))
+        for op in ops:
+            if isinstance(op, ast.Addr) and isinstance(op.base, ast.Reg) \
+                    and op.base.name in holds:
+                kinds = used.setdefault(holds[op.base.name], set())
+                if ins.opcode in ("ld", "st", "atom", "red") and ins.space in (None, "global") \
+                        and ins.mods[-1] != "b32":
+                    kinds.add("f32" if ins.mods[-1] == "f32" else "int")
+    return holds, used
+
+
+NON_FINITE = frozenset({"nan", "inf", "-inf", "+inf", "infinity", "-infinity", "+infinity"})
+FLOAT_FORMS = ('a number, "nan", "inf", "-inf" or {"bits": w} (the IEEE-754 word)')
+
+
+def is_float_element(v: Any) -> bool:
+    """Whether a list element makes its array a float array: a number written with a decimal
+    point or exponent, a non-finite name, or raw bits."""
+    return isinstance(v, (float, Decimal)) or \
+        (isinstance(v, str) and v.strip().lower() in NON_FINITE) or \
+        (isinstance(v, dict) and list(v) == ["bits"])
+
+
+def float_word(v: Any, where: str) -> int:
+    """A float argument's word: a number rounded to float32 as C converts it (a decimal
+    directly, never through a double), a non-finite name, or ``{"bits": w}``."""
+    if isinstance(v, dict) and list(v) == ["bits"]:
+        bits = v["bits"]
+        if isinstance(bits, bool) or not isinstance(bits, int) or not 0 <= bits < 1 << 32:
+            raise UsageError(f"{where}: bits must be a 32-bit word 0..0xFFFFFFFF, got "
+                             f"{short(bits)}")
+        return s32(bits)
+    if isinstance(v, str) and v.strip().lower() in NON_FINITE:
+        return s32(float32.from_decimal(v.strip().lower().replace("infinity", "inf")))
+    if isinstance(v, bool) or not isinstance(v, (int, float, Decimal)):
+        raise UsageError(f"{where}: expected {FLOAT_FORMS}, got {short(v)}")
+    return s32(float32.from_decimal(v))
+
+
+def float_words(arg: Any, where: str, kind: str | None = None) -> list[int] | None:
+    """The words of a float array argument, or None when it is not one: ``{"f32": [...]}``,
+    ``{"bits": [w, ...]}``, a list given to a ``float *`` (``kind`` "f32": its ints convert
+    as C does; ``{"zeros": n}`` is n zeros), or, when the kernel does not say (``kind``
+    None), a list with a float element."""
+    if kind == "f32" and isinstance(arg, dict) and list(arg) == ["zeros"]:
+        return None  # zeros are +0.0 as much as 0; typed by the caller
+    if kind == "f32" and isinstance(arg, list):
+        return [float_word(v, f"{where}[{j}]") for j, v in enumerate(arg)]
+    if isinstance(arg, dict) and len(arg) == 1 and next(iter(arg)) in ("f32", "bits"):
+        kind, elems = next(iter(arg.items()))
+        if not isinstance(elems, list):
+            raise UsageError(f"{where}: a float array is written {{\"{kind}\": [...]}}, got "
+                             f"{short(elems)}")
+        if kind == "bits":
+            return [float_word({"bits": w}, f"{where}[{j}]") for j, w in enumerate(elems)]
+        return [float_word(v, f"{where}[{j}]") for j, v in enumerate(elems)]
+    if kind is None and isinstance(arg, list) and any(is_float_element(v) for v in arg):
+        return [float_word(v, f"{where}[{j}]") for j, v in enumerate(arg)]
+    return None
 
 
 def typed_words(arg: dict, where: str) -> tuple[list[int], str, int]:
@@ -187,10 +265,13 @@ def place_variables(place: Placement, layout: GlobalLayout,
 
 
 def place_arguments(params: tuple[ast.Param, ...], args: list[Any],
-                    pointers: frozenset[str] = frozenset(), align: int = 4) -> Placement:
+                    pointers: dict[str, str | None] | frozenset[str] = frozenset(),
+                    align: int = 4) -> Placement:
     """Lay out argument arrays in global memory and build the parameter words; ``pointers``
-    (``pointer_params``) names the parameters that take only arrays; ``align`` (bytes) is
-    where each array starts (a kernel reading int4 needs 16, as cudaMalloc gives)."""
+    (``pointer_kinds``) names the parameters that take only arrays, with their element kind
+    where the kernel tells it; ``align`` (bytes) is where each array starts (a kernel reading
+    int4 needs 16, as cudaMalloc gives)."""
+    kinds = pointers if isinstance(pointers, dict) else dict.fromkeys(pointers)
     if not isinstance(args, list):
         raise ArgumentTypeError(f"args must be a list with one entry per kernel parameter, got "
                                 f"{type(args).__name__}")
@@ -203,6 +284,22 @@ def place_arguments(params: tuple[ast.Param, ...], args: list[Any],
     next_word = limits.GLOBAL_FIRST_WORD
     for i, (p, arg) in enumerate(zip(params, args, strict=False)):
         wide = ast.type_width(p.type) == 64
+        if p.type == "f32":
+            if isinstance(arg, (list, dict)) and not (isinstance(arg, dict) and list(arg) ==
+                                                      ["bits"]):
+                raise UsageError(f"argument {i} ({p.name}) is a float: pass {FLOAT_FORMS}, "
+                                 f"not {short(arg)}")
+            words[i] = float_word(arg, f"argument {i} ({p.name})")
+            continue
+        if not isinstance(arg, (list, dict)) and is_float_element(arg):
+            raise UsageError(f"argument {i} ({p.name}) is an integer parameter (.{p.type}), "
+                             f"got the float {short(arg)}")
+        floats = float_words(arg, f"argument {i}", kinds.get(p.name))
+        if floats is not None:
+            arg = floats
+            typed[i] = ("f32", len(floats))
+        elif kinds.get(p.name) == "f32" and isinstance(arg, dict) and list(arg) == ["zeros"]:
+            typed[i] = ("f32", arg["zeros"] if isinstance(arg["zeros"], int) else 0)
         if isinstance(arg, dict) and len(arg) == 1 and next(iter(arg)) in TYPED_ARRAYS:
             arg, kind, count = typed_words(arg, f"argument {i}")
             typed[i] = (kind, count)
@@ -237,7 +334,7 @@ def place_arguments(params: tuple[ast.Param, ...], args: list[Any],
                 f"guard word between arrays); global memory holds "
                 f"{limits.GLOBAL_WORDS - limits.GLOBAL_FIRST_WORD} words"
             )
-        values = [0] * size if isinstance(arg, dict) else \
+        values = [0] * size if isinstance(arg, dict) else arg if floats is not None else \
             [_int32(v, f"argument {i}[{j}]") for j, v in enumerate(arg)]
         memory[next_word:next_word + len(values)] = values
         arrays[i] = (next_word * 4, len(values))
@@ -252,7 +349,10 @@ def read_back(placement: Placement, args: list[Any], memory: list[int]) -> list[
     for i, arg in enumerate(args):
         if i in placement.typed:
             addr, n = placement.arrays[i]
-            out.append(typed_values(memory[addr // 4:addr // 4 + n], *placement.typed[i]))
+            words = memory[addr // 4:addr // 4 + n]
+            kind, count = placement.typed[i]
+            out.append([float32.Float32(w) for w in words] if kind == "f32" else
+                       typed_values(words, kind, count))
         elif i in placement.arrays:
             addr, n = placement.arrays[i]
             out.append(memory[addr // 4:addr // 4 + n])
@@ -356,9 +456,10 @@ class Kernel:
         return place_variables(place, self.variables, symbols)
 
     @cached_property
-    def pointers(self) -> frozenset[str]:
-        """The parameters that take arrays only (``pointer_params``)."""
-        return pointer_params(self.ptx)
+    def pointers(self) -> dict[str, str | None]:
+        """The parameters that take arrays only, with their element kind
+        (``pointer_kinds``)."""
+        return pointer_kinds(self.ptx)
 
     def launch(
         self,
@@ -464,7 +565,8 @@ class Kernel:
             for i, (start, words) in place.arrays.items():
                 if start <= address < start + 4 * words:
                     j = (address - start) // 4
-                    if i not in place.typed or TYPED_ARRAYS[place.typed[i][0]][0] == 32:
+                    if i not in place.typed or place.typed[i][0] == "f32" or \
+                            TYPED_ARRAYS[place.typed[i][0]][0] == 32:
                         return f"arg {i}[{j}]"
                     per = 32 // TYPED_ARRAYS[place.typed[i][0]][0]
                     return f"arg {i}[{j * per}..{j * per + per - 1}]"

@@ -53,7 +53,7 @@ needs_compiler = pytest.mark.skipif(not available_compilers(), reason="no CUDA c
 @needs_compiler
 @pytest.mark.parametrize("src,args,extra,kind,needle", [
     ('extern "C" __global__ void k(int* a) { a[0] = nope; }', "[[1]]", [], "compile", "nope"),
-    ('extern "C" __global__ void k(float* a) { a[0] *= 2.0f; }', "[[1]]", [], "unsupported",
+    ('extern "C" __global__ void k(float* a) { a[0] *= 0.1; }', "[[1]]", [], "unsupported",
      "line"),
     ('extern "C" __global__ void k(int* a) { a[threadIdx.x] = 1; }', "[[1]]", [], "launch",
      "out of bounds"),

@@ -7,9 +7,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
+from qgpu.errors import UnsupportedError
 from qgpu.machine import rom
 from qgpu.machine.interp import check_launch
-from qgpu.machine.isa import Program
+from qgpu.machine.isa import FLOAT_OPS, Program, format_instr
 from qgpu.protocol.vocabulary import frame, name, part_frame
 
 
@@ -29,7 +30,15 @@ class Launch:
     def checked(cls, program: Program, grid: tuple[int, int], block: tuple[int, int],
                 place: Placed, dynamic_shared: int = 0) -> Launch:
         """A launch of a lowered program with placed arguments (driver.place_arguments),
-        checked as every backend checks it (interp.check_launch)."""
+        checked as every backend checks it (interp.check_launch); the GPU circuit has no
+        float unit yet, so a program with float instructions is refused here."""
+        for b, blk in enumerate(program.blocks):
+            for ins in blk.instrs:
+                if ins.op in FLOAT_OPS:
+                    raise UnsupportedError(
+                        f"{program.name}: `{format_instr(ins)}` (block B{b}) is a float "
+                        f"instruction: float kernels run on the ptx and interp backends; the "
+                        f"GPU inside the model has no float unit yet")
         shared = check_launch(program, grid, block, place.params, place.memory, dynamic_shared)
         return cls(program, grid, block, place.params, place.memory, place.allocations,
                    shared // 4)

@@ -25,8 +25,15 @@ def run_both(src: str, kernel: str | None, args: list, *, grid: tuple = (1,),
     k = module(src).kernel(kernel)
     ptx = k.launch(grid=grid, block=block, args=args, backend="ptx", **kw)
     machine = k.launch(grid=grid, block=block, args=args, backend="interp", **kw)
-    assert machine.args == ptx.args and machine.symbols == ptx.symbols
+    assert bits(machine.args) == bits(ptx.args) and machine.symbols == ptx.symbols
     return machine
+
+
+def bits(value: Any) -> Any:
+    """Results with each float as its word: equal means bit for bit (NaN, -0 included)."""
+    if isinstance(value, list):
+        return [bits(v) for v in value]
+    return ("f32", value.bits) if hasattr(value, "bits") else value
 
 
 def error_both(src: str, kernel: str | None, args: list, *, grid: tuple = (1,),

@@ -116,8 +116,8 @@ extern "C" __global__ void k(int* a, int n) {
 extern "C" __global__ void k(long long* a) { a[threadIdx.x] += 1; }
 """, [[1, 2, 3, 4]], "64-bit"),
     ("float", """
-extern "C" __global__ void k(float* a) { a[threadIdx.x] *= 2.5f; }
-""", [[1, 2, 3, 4]], "float"),
+extern "C" __global__ void k(float* a) { a[threadIdx.x] *= 0.1; }
+""", [[1.0, 2, 3, 4]], "double precision"),
     ("wide shuffle", """
 extern "C" __global__ void k(int* a) {
     a[threadIdx.x] = __shfl_down_sync(0xffffffff, a[threadIdx.x], 1);

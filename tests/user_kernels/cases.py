@@ -16,6 +16,7 @@ import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, Literal
 
@@ -71,6 +72,35 @@ def rng(name: str) -> random.Random:
 def ints(name: str, n: int, lo: int, hi: int) -> list[int]:
     r = rng(name)
     return [r.randint(lo, hi) for _ in range(n)]
+
+
+def decimals(name: str, n: int) -> list[float]:
+    """n floats with one decimal in -9.9..9.9 (as a user types them; not exact in binary)."""
+    r = rng(name)
+    return [r.randint(-99, 99) / 10 for _ in range(n)]
+
+
+def nearest_float32(x: Fraction) -> float:
+    """x rounded to the nearest float32, ties to even, by comparing its two float32
+    neighbours exactly (numpy only proposes them)."""
+    import numpy as np
+
+    near = np.float32(float(x))
+    cands = sorted({Fraction(float(v)) for v in (np.nextafter(near, np.float32(-np.inf)), near,
+                                                  np.nextafter(near, np.float32(np.inf)))})
+    best = min(cands, key=lambda c: (abs(c - x), int(np.float32(float(c)).view(np.uint32)) & 1))
+    return float(best)
+
+
+def ref_saxpy_float(args: Args) -> Args:
+    """y[i] = a * x[i] + y[i] for i < n, each rounded once to float32 (NVVM contracts it into
+    one fma; the exact value rounded once is that fma's result)."""
+    n, a, x, y = args
+    f32 = [[nearest_float32(Fraction(v)) for v in arr] for arr in (x, y)]
+    a32 = Fraction(nearest_float32(Fraction(a)))
+    out = [nearest_float32(a32 * Fraction(xv) + Fraction(yv)) if i < n else yv
+           for i, (xv, yv) in enumerate(zip(*f32, strict=True))]
+    return [n, a, f32[0], out]
 
 
 def final(args: Args, outs: dict[int, list[int]]) -> Args:
@@ -664,10 +694,9 @@ CASES: list[Case] = [
          [[1 << 30, 1 << 30, 5, -3, 0, 1] + [-(1 << 30)] * 6 + ints("ll", 12, -99, 99),
           {"zeros": 4}, 6],
          reference=ref_row_sums_saturated),
-    # ---- unsupported language features ----------------------------------------------------------
     Case("saxpy_float", "saxpy_float.cu", "saxpy_f", (1, 1), (8, 1),
-         [8, 2, ints("fx", 8, 0, 9), ints("fy", 8, 0, 9)],
-         error="unsupported", substring="floating-point"),
+         [7, 2.5, decimals("fx", 8), decimals("fy", 8)], reference=ref_saxpy_float),
+    # ---- unsupported language features ----------------------------------------------------------
     Case("constant_lut", "constant_lut.cu", "popcount3", (1, 1), (8, 1),
          [ints("lut", 8, 0, 99), {"zeros": 8}, 8], reference=ref_popcount3),
     Case("local_array_unrolled", "local_array_unrolled.cu", "box3", (2, 1), (8, 1),

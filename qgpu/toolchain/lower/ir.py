@@ -62,8 +62,10 @@ class VInstr:
         op = self.op
         if op == Op.PLOP:
             return "pred" if field in ("d", "a", "b") else "const"
-        if op == Op.SETP and field == "d":
+        if op in (Op.SETP, Op.FSETP) and field == "d":
             return "pred"
+        if op == Op.FSETP and field == "c":
+            return "const"  # the ftz flag
         if op == Op.SEL and field == "c":
             return "pred"
         if op == Op.SHFL and field == "c":

@@ -1,4 +1,4 @@
-"""Typed AST for the integer subset of PTX that qgpu accepts.
+"""Typed AST for the subset of PTX that qgpu accepts (integers and float32).
 
 The parser (``qgpu.toolchain.ptx.parser``) only builds nodes for constructs inside the subset,
 so every consumer (the PTX interpreter, the lowering) can pattern-match on these classes without
@@ -11,12 +11,12 @@ from dataclasses import dataclass
 from functools import cached_property
 
 #: Bit width of each register / instruction type the subset knows (8-bit types only in cvt and
-#: ld.param).
+#: ld.param). An ``f32`` register holds the binary32 word (qgpu.machine.float32).
 TYPE_WIDTH = {
     "pred": 1,
     "b8": 8, "u8": 8, "s8": 8,
     "b16": 16, "u16": 16, "s16": 16,
-    "b32": 32, "u32": 32, "s32": 32,
+    "b32": 32, "u32": 32, "s32": 32, "f32": 32,
     "b64": 64, "u64": 64, "s64": 64,
 }  # fmt: skip
 
@@ -41,7 +41,8 @@ class Reg:
 
 @dataclass(frozen=True)
 class Imm:
-    """An integer literal (already decoded from decimal, hex, octal or binary)."""
+    """An integer literal (already decoded from decimal, hex, octal or binary), or a float32
+    literal ``0fXXXXXXXX`` as its 32-bit word."""
 
     value: int
 

@@ -30,6 +30,10 @@ machine-model decisions it implements (docs/ISA.md is the user-facing copy):
 * shfl.sync uses the PTX ISA pseudo-code with lane = t % 32; a valid source lane outside the
   thread's 4-lane warp, or one that is inactive or not in ``membermask``, is a LaunchError.
 * ``membar``/``fence`` are no-ops: every access is visible to all threads as soon as it is made.
+* float32: registers hold binary32 words; every float instruction computes through
+  ``qgpu.machine.float32`` (``qgpu.toolchain.ptx.float_ops`` decodes the modifiers: how neg/abs,
+  copysign, min/max.NaN and the 64-bit conversions are composed is documented there).
+  ``atom/red.add.f32`` rounds to nearest even and flushes subnormals (``.ftz``), as PTX defines.
 * Registers and predicates are undefined when a thread block starts: reading one that the thread
   has not written in this block (as an operand or as a guard) is a LaunchError.
 """
@@ -43,6 +47,7 @@ from typing import Any
 from qgpu.errors import LaunchError, ResourceError, UnsupportedError, UsageError
 from qgpu.machine import limits
 from qgpu.machine.races import ATOMIC, CAS, READ, WRITE, Race, RaceDetector
+from qgpu.toolchain.ptx import float_ops
 from qgpu.toolchain.ptx.ast import (
     Addr,
     Imm,
@@ -518,10 +523,10 @@ class _Launch:
 
     def decode_setp(self, ins: Instr) -> _Run:
         cmp, ty = ins.mods[0], ins.mods[-1]
-        combine = _BOOL[ins.mods[1]] if len(ins.mods) == 3 else None
+        combine = next((_BOOL[m] for m in ins.mods if m in _BOOL), None)
         w = type_width(ty)
         signed = is_signed(ty) and cmp in ("lt", "le", "gt", "ge")
-        compare = _COMPARE[cmp]
+        compare = float_ops.compare(ins.mods) if ty == "f32" else _COMPARE[cmp]
         ra, rb = (self.reader(ins, ins.operands[k], w, flows=True) for k in (1, 2))
         rc = self.reader(ins, ins.operands[3], 1, flows=True) if combine else None
         dst = ins.operands[0]
@@ -633,7 +638,7 @@ class _Launch:
 
             return store
         name = next(m for m in ins.mods if m in _ATOMIC)
-        update = _ATOMIC[name]
+        update = float_ops.atomic_add if ty == "f32" else _ATOMIC[name]
         signed = is_signed(ty)
         data = [self.reader(ins, o, 32) for o in ops[1 if op == "red" else 2 :]]
         write_old = self.writer(ops[0], ty) if op == "atom" else None
@@ -778,6 +783,8 @@ def _semantics(op: str, mods: tuple[str, ...],
     """An ALU instruction as (function of its source values, result type, source widths);
     for selp and slct the function is of the selector alone: whether the first operand is
     taken (the other is not read)."""
+    if float_ops.is_f32(mods):
+        return float_ops.semantics(op, mods, n_src)
     ty = mods[-1]
     w = type_width(ty)
     signed = is_signed(ty)

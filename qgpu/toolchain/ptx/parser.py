@@ -1,4 +1,4 @@
-"""Parser for the integer subset of PTX emitted by NVRTC 13.5, nvcc 13.0 and clang.
+"""Parser for the subset of PTX emitted by NVRTC 13.5, nvcc 13.0 and clang: integers and float32.
 
 Strict by design: anything outside the subset that the machine implements (docs/ISA.md §7)
 raises ``UnsupportedError`` naming the construct and its line, with a hint at the CUDA-level
@@ -55,17 +55,64 @@ _SU_TYPES = frozenset(t for t in INT_TYPES if t[0] in "su")
 _SU8_TYPES = _SU_TYPES | {"u8", "s8"}
 _BIT_TYPES = frozenset({"b16", "b32", "b64"})
 _WORD_TYPES = frozenset({"u32", "s32", "b32"})
-_MEMORY_TYPES = _WORD_TYPES | {"u8", "s8", "b8", "u16", "s16", "b16"}
+_MEMORY_TYPES = _WORD_TYPES | {"u8", "s8", "b8", "u16", "s16", "b16", "f32"}
 _FLOAT_TYPES = frozenset(
     {"f16", "f16x2", "bf16", "bf16x2", "f32", "f64", "tf32", "e4m3", "e5m2", "e4m3x2", "e5m2x2"}
 )
 _CMP = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs"})
 _BOOL_OPS = frozenset({"and", "or", "xor"})
+# float32 (docs/ISA.md): every modifier NVRTC writes, with and without -use_fast_math.
+_F32 = frozenset({"f32"})
+_RND = frozenset({"rn", "rz", "rm", "rp"})
+_IRND = frozenset({"rni", "rzi", "rmi", "rpi"})
+_FTZ = frozenset({"ftz"})
+_SAT = frozenset({"sat"})
+_FCMP = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "equ", "neu", "ltu", "leu", "gtu", "geu",
+                   "num", "nan"})
+_TESTP = frozenset({"finite", "infinite", "number", "notanumber", "normal", "subnormal"})
+_CVT_INT = frozenset({"u8", "s8", "u16", "s16", "u32", "s32", "u64", "s64"})
+_F32_SLOTS: dict[str, list[tuple[frozenset[str], bool]]] = {
+    "mov": [(_F32, True)],
+    "selp": [(_F32, True)],
+    "add": [(_RND, False), (_FTZ, False), (_SAT, False), (_F32, True)],
+    "sub": [(_RND, False), (_FTZ, False), (_SAT, False), (_F32, True)],
+    "mul": [(_RND, False), (_FTZ, False), (_SAT, False), (_F32, True)],
+    "fma": [(_RND, True), (_FTZ, False), (_SAT, False), (_F32, True)],
+    "mad": [(_RND, True), (_FTZ, False), (_SAT, False), (_F32, True)],
+    "neg": [(_FTZ, False), (_F32, True)],
+    "abs": [(_FTZ, False), (_F32, True)],
+    "min": [(_FTZ, False), (frozenset({"NaN"}), False), (_F32, True)],
+    "max": [(_FTZ, False), (frozenset({"NaN"}), False), (_F32, True)],
+    "setp": [(_FCMP, True), (_BOOL_OPS, False), (_FTZ, False), (_F32, True)],
+    "set": [(_FCMP, True), (_BOOL_OPS, False), (_FTZ, False),
+            (frozenset({"u32", "s32", "f32"}), True), (_F32, True)],
+    "testp": [(_TESTP, True), (_F32, True)],
+    "copysign": [(_F32, True)],
+    "div": [(_RND, True), (_FTZ, False), (_F32, True)],
+    "sqrt": [(_RND, True), (_FTZ, False), (_F32, True)],
+    "rcp": [(_RND, True), (_FTZ, False), (_F32, True)],
+}
+# Approximate float32 instructions: their algorithms are not defined on the machine yet.
+# Opcode -> the CUDA that writes it.
+_APPROX = {
+    "div": "`__fdividef` and division under -use_fast_math (plain `x / y` is div.rn)",
+    "sqrt": "sqrtf under -use_fast_math (plain sqrtf is sqrt.rn)",
+    "rcp": "library functions such as powf and fmodf, and `1.0f / x` under -use_fast_math "
+           "(`__frcp_rn` is rcp.rn)",
+    "rsqrt": "rsqrtf",
+    "ex2": "expf, exp2f, exp10f, powf, `__expf`",
+    "lg2": "logf, log2f, log10f, `__logf`",
+    "sin": "`__sinf`, sinf under -use_fast_math",
+    "cos": "`__cosf`, cosf under -use_fast_math",
+    "tanh": "tanhf under -use_fast_math",
+}
+_DOUBLE_HINT = ("the machine computes in float32; a double usually comes from a literal without "
+                "`f` (`x * 0.5` → `x * 0.5f`) or a double function (`exp` → `expf`)")
 _CACHE_OPS = frozenset({"ca", "cg", "cs", "lu", "cv", "wb", "wt"})
 _MEM_ORDER = frozenset({"volatile", "weak", "relaxed", "acquire", "release", "acq_rel"})
 _SCOPES = frozenset({"cta", "gpu", "sys"})
 _ATOM_TYPES = {
-    "add": {"u32", "s32"},
+    "add": {"u32", "s32", "f32"},
     "min": {"u32", "s32"},
     "max": {"u32", "s32"},
     "inc": {"u32"},
@@ -91,6 +138,7 @@ _ARITY = {
     "neg": 2, "abs": 2, "min": 3, "max": 3, "and": 3, "or": 3, "xor": 3, "not": 2, "cnot": 2,
     "shl": 3, "shr": 3, "shf": 4, "popc": 2, "clz": 2, "brev": 2, "bfind": 2, "bfe": 4,
     "bfi": 5, "prmt": 4, "selp": 4, "slct": 4, "cvt": 2, "cvta": 2, "dp4a": 4,
+    "fma": 4, "testp": 2, "copysign": 3, "sqrt": 2, "rcp": 2,
 }
 
 # Modifier grammar of the ALU-style instructions: slots matched in order, (allowed, required).
@@ -213,14 +261,23 @@ def _parse_int(tok: _Tok) -> int:
     return int(s)
 
 
-def _float_literal(tok: _Tok) -> UnsupportedError:
-    return _unsupported(tok.line, f"floating-point literal `{tok.text}`", "integer kernels only")
+def _float_name(ty: str) -> str:
+    """What a float format other than float32 is called in messages."""
+    return {"f64": "double precision", "f16": "half precision", "f16x2": "half precision",
+            "bf16": "bfloat16", "bf16x2": "bfloat16"}.get(ty, f"the float format .{ty}")
 
 
-def _match_slots(opcode: str, mods: tuple[str, ...], line: int, full: str) -> None:
+def _float_type(line: int, ty: str, what: str, hint: str = "") -> UnsupportedError:
+    """A float format other than float32 (``ty``, without the dot), named by ``what``."""
+    default = _DOUBLE_HINT if ty == "f64" else "the machine computes in float32: use float"
+    return _unsupported(line, f"{_float_name(ty)} ({what})", hint or default)
+
+
+def _match_slots(opcode: str, mods: tuple[str, ...], line: int, full: str,
+                 slots: list[tuple[frozenset[str], bool]] | None = None) -> None:
     """Check modifiers against the opcode's slot grammar; name the offending modifier."""
     i = 0
-    for allowed, required in _SLOTS[opcode]:
+    for allowed, required in _SLOTS[opcode] if slots is None else slots:
         if i < len(mods) and mods[i] in allowed:
             i += 1
         elif required:
@@ -238,10 +295,12 @@ def _check_opcode(opcode: str, mods: tuple[str, ...], line: int) -> None:
     if opcode in _REJECT:
         what, hint = _REJECT[opcode]
         raise _unsupported(line, f"`{full}` ({what})", hint)
-    floats = [m for m in mods if m in _FLOAT_TYPES]
-    if floats:
-        raise _unsupported(line, f"`{full}` (floating-point .{floats[0]})", "integer kernels only")
-    if opcode in ("ld", "st"):
+    others = [m for m in mods if m in _FLOAT_TYPES and m != "f32"]
+    if others:
+        raise _float_type(line, others[0], f"`{full}`")
+    if "f32" in mods and opcode not in ("ld", "st", "atom", "red"):
+        _check_f32(opcode, mods, line, full)
+    elif opcode in ("ld", "st"):
         _check_ld_st(opcode, mods, line, full)
     elif opcode in ("atom", "red"):
         _check_atom(mods, line, full)
@@ -268,6 +327,45 @@ def _check_opcode(opcode: str, mods: tuple[str, ...], line: int) -> None:
             raise _unsupported(line, f"`{full}` (ordered compare of predicates)")
     else:
         raise _unsupported(line, f"`{full}`", "outside the integer PTX subset qgpu implements")
+
+
+def _check_f32(opcode: str, mods: tuple[str, ...], line: int, full: str) -> None:
+    """A float32 instruction: the forms of _F32_SLOTS and cvt; the approximate functions are
+    rejected as not supported yet."""
+    if opcode in _APPROX and (opcode not in ("div", "sqrt", "rcp")
+                              or "approx" in mods or "full" in mods):
+        raise UnsupportedError(
+            f"line {line}: `{full}` (an approximate floating-point .f32 function) is not "
+            f"supported yet — it comes from {_APPROX[opcode]}")
+    if opcode == "cvt":
+        _check_cvt_f32(mods, line, full)
+    elif opcode in _F32_SLOTS:
+        _match_slots(opcode, mods, line, full, _F32_SLOTS[opcode])
+    else:
+        raise _unsupported(line, f"`{full}`", "outside the float32 PTX subset qgpu implements")
+
+
+def _check_cvt_f32(mods: tuple[str, ...], line: int, full: str) -> None:
+    """``cvt{.irnd}{.ftz}{.sat}.f32.f32``, ``cvt.frnd{.sat}.f32.int`` and
+    ``cvt.irnd{.ftz}{.sat}.int.f32`` (PTX requires the rounding modifier of the last two)."""
+    if len(mods) < 2:
+        raise _unsupported(line, f"`{full}` (missing type)")
+    dtype, atype = mods[-2:]
+    rounding = None
+    if dtype == atype == "f32":
+        slots = [(_IRND, False), (_FTZ, False), (_SAT, False)]
+    elif dtype == "f32" and atype in _CVT_INT:
+        rounding, slots = _RND, [(_RND, True), (_SAT, False)]
+    elif atype == "f32" and dtype in _CVT_INT:
+        rounding, slots = _IRND, [(_IRND, True), (_FTZ, False), (_SAT, False)]
+    else:
+        raise _unsupported(line, f"`{full}`", "float32 converts to and from 8- to 64-bit "
+                           "integers and itself")
+    if rounding is not None and not (_RND | _IRND) & set(mods):
+        raise _unsupported(line, f"`{full}` (a conversion without its rounding modifier)",
+                           f"PTX requires one of {', '.join(f'.{r}' for r in sorted(rounding))}")
+    _match_slots("cvt", mods, line, full, [*slots, (frozenset({dtype}), True),
+                                            (frozenset({atype}), True)])
 
 
 def _check_ld_st(opcode: str, mods: tuple[str, ...], line: int, full: str) -> None:
@@ -297,8 +395,8 @@ def _check_ld_st(opcode: str, mods: tuple[str, ...], line: int, full: str) -> No
     elif ty not in _MEMORY_TYPES:
         width = TYPE_WIDTH.get(ty)
         what = f"{width}-bit memory access" if width else f"memory type .{ty}"
-        raise _unsupported(line, f"`{full}` ({what})", "only 8-, 16- and 32-bit integers can "
-                           "be loaded and stored (no long long/pointer arrays)")
+        raise _unsupported(line, f"`{full}` ({what})", "only 8-, 16- and 32-bit integers and "
+                           "floats can be loaded and stored (no long long/pointer arrays)")
 
 
 def _check_atom(mods: tuple[str, ...], line: int, full: str) -> None:
@@ -510,9 +608,9 @@ class _Parser:
                 align = self.int_tok()
             elif m.text[1:] in TYPE_WIDTH and m.text != ".pred":
                 ty = m.text[1:]
-            elif m.text[1:] in _FLOAT_TYPES:
+            elif m.text[1:] in _FLOAT_TYPES:  # f32 is in TYPE_WIDTH: another float format
                 ty = ty or "b32"
-                error = f"floating-point variable (`{m.text}`)"
+                error = f"{_float_name(m.text[1:])} `{m.text}`: the machine computes in float32"
             elif m.text in (".v2", ".v4"):
                 error = f"vector-typed variable (`{m.text}`)"
             else:
@@ -567,9 +665,12 @@ class _Parser:
                 neg = self.accept("-")
                 value = self.int_tok()
                 values.append(-value if neg else value)
+            elif tok.kind == "float" and tok.text[:2] in ("0f", "0F"):
+                values.append(int(self.next().text[2:], 16))  # a float32 as its word
             elif tok.kind == "float":
                 self.next()
-                problem = problem or f"floating-point initialiser `{tok.text}`"
+                kind = "double precision" if tok.text[:2] in ("0d", "0D") else "decimal"
+                problem = problem or f"{kind} floating-point initialiser `{tok.text}`"
                 values.append(0)
             else:  # generic(sym), sym, sym+4: an address the host would have to relocate
                 self.next()
@@ -598,8 +699,7 @@ class _Parser:
             elif tok.text[1:] in TYPE_WIDTH and tok.text != ".pred":
                 ty = tok.text[1:]
             elif tok.text[1:] in _FLOAT_TYPES:
-                raise _unsupported(line, f"floating-point .shared variable (`{tok.text}`)",
-                                   "integer kernels only")
+                raise _float_type(line, tok.text[1:], f"a `.shared {tok.text}` variable")
             else:
                 raise self.error("unexpected modifier in a .shared declaration", tok)
         if not ty:
@@ -657,8 +757,9 @@ class _Parser:
             elif m.text[1:] in TYPE_WIDTH and m.text != ".pred":
                 ty = m.text[1:]
             elif m.text[1:] in _FLOAT_TYPES:
-                raise _unsupported(m.line, f"floating-point parameter type `{m.text}`",
-                                   "integer kernels only")
+                raise _float_type(m.line, m.text[1:], f"kernel parameter type `{m.text}`",
+                                  "the machine computes in float32: pass a float"
+                                  if m.text == ".f64" else "")
             else:
                 raise _unsupported(m.line, f"parameter modifier `{m.text}`")
         name = self.word().text
@@ -687,6 +788,10 @@ class _BodyParser:
         self.scopes: list[dict[str, str]] = []
         self.reg_type: dict[str, str] = {}
         self.prefixes: dict[str, tuple[str, int]] = {}  # "%r" -> (type, count)
+        # registers of another float format (.f64, .f16): the first instruction using one names
+        # the kernel's problem better than the declaration; rejected at the end otherwise
+        self.other_floats: list[tuple[int, str]] = []
+        self.float_literals: list[_Tok] = []  # 0f literals of the instruction being parsed
 
     def parse(self, line: int) -> Kernel:
         p = self.p
@@ -710,6 +815,9 @@ class _BodyParser:
                 self.body.append(Label(tok.text, tok.line))
             else:
                 self.body.append(self.instruction())
+        if self.other_floats:
+            decl_line, ty = self.other_floats[0]
+            raise _float_type(decl_line, ty, f"`.reg .{ty}` registers")
         kernel = Kernel(self.name, tuple(self.params), tuple(self.regs), tuple(self.shared),
                         tuple(self.body), line)
         _validate(kernel)
@@ -747,10 +855,9 @@ class _BodyParser:
         line = p.expect(".reg").line
         tok = p.word()
         ty = tok.text[1:]
-        if ty in _FLOAT_TYPES:
-            raise _unsupported(line, f"floating-point register type `.reg {tok.text}`",
-                               "integer kernels only")
-        if ty not in INT_TYPES and ty != "pred":
+        if ty in _FLOAT_TYPES and ty != "f32":
+            self.other_floats.append((line, ty))
+        elif ty not in INT_TYPES and ty not in ("pred", "f32"):
             raise _unsupported(line, f"register type `{tok.text}`")
         while True:
             name = p.word().text
@@ -815,6 +922,7 @@ class _BodyParser:
             self.reject_call(p.pos - 1)
         _check_opcode(opcode, mods, op_tok.line)
         operands: list[Operand] = []
+        self.float_literals = []
         if not p.accept(";"):
             while True:
                 operands.append(self.operand())
@@ -824,6 +932,10 @@ class _BodyParser:
         last = p.toks[p.pos - 2]  # the token before `;`
         text = " ".join(p.text[first.start : last.end].split())
         ins = Instr(first.line, text, guard, opcode, mods, tuple(operands))
+        if self.float_literals and not {"f32", "b32"} & set(mods):
+            raise _unsupported(first.line, f"`{text}` (the float literal "
+                               f"`{self.float_literals[0].text}` in an integer instruction)",
+                               "only .f32 and .b32 instructions take one")
         self.check_operands(ins)
         return ins
 
@@ -864,7 +976,9 @@ class _BodyParser:
         if tok.text == "!":
             p.next()
             return Reg(self.reg(p.word()).name, negated=True)
-        if tok.text == "-" or tok.kind in ("int", "float"):
+        if tok.kind == "float":
+            return Imm(self.float_word())
+        if tok.text == "-" or tok.kind == "int":
             return Imm(self.signed_int())
         if tok.kind != "word":
             raise p.error("expected an operand")
@@ -899,6 +1013,8 @@ class _BodyParser:
             if tok is not None and tok.text == "_":
                 p.next()
                 items.append(None)
+            elif tok is not None and tok.kind == "float":
+                items.append(Imm(self.float_word()))
             elif tok is not None and (tok.kind == "int" or tok.text == "-"):
                 items.append(Imm(self.signed_int()))
             else:
@@ -912,9 +1028,22 @@ class _BodyParser:
         neg = p.accept("-")
         tok = p.peek()
         if tok is not None and tok.kind == "float":
-            raise _float_literal(tok)
+            raise UnsupportedError(f"line {tok.line}: cannot parse PTX: a floating-point literal "
+                                   f"`{'-' if neg else ''}{tok.text}` where an integer belongs")
         value = p.int_tok()
         return -value if neg else value
+
+    def float_word(self) -> int:
+        """A float32 literal ``0fXXXXXXXX`` as its word; doubles and decimals are rejected."""
+        tok = self.p.next()
+        text = tok.text
+        if text[:2] in ("0f", "0F"):
+            self.float_literals.append(tok)
+            return int(text[2:], 16)
+        if text[:2] in ("0d", "0D"):
+            raise _float_type(tok.line, "f64", f"the literal `{text}`")
+        raise _unsupported(tok.line, f"the decimal floating-point literal `{text}`",
+                           "write a float32 as 0fXXXXXXXX (its hexadecimal word), as NVVM does")
 
     def address(self) -> Addr:
         p = self.p
@@ -977,8 +1106,16 @@ class _BodyParser:
             if len(ops) != 5 or not dst_ok or not all(value(o) for o in ops[1:]):
                 raise bad("expected d[|p], a, b, c, membermask")
             return
+        if op == "set":  # set.cmp[.bool][.ftz].dtype.f32 d, a, b[, [!]c]
+            want = 4 if set(ins.mods) & _BOOL_OPS else 3
+            if len(ops) != want or not isinstance(ops[0], Reg) or not value(ops[0]) \
+                    or not all(value(o) for o in ops[1:3]):
+                raise bad(f"expected {want} operands: d, a, b{', [!]c' if want == 4 else ''}")
+            if want == 4 and not self.is_pred(ops[3]):
+                raise bad("the combining operand must be a predicate register")
+            return
         if op == "setp":
-            want = 4 if len(ins.mods) == 3 else 3
+            want = 4 if set(ins.mods) & _BOOL_OPS else 3
             dst_ok = isinstance(ops[0], Pair) or (isinstance(ops[0], Reg) and value(ops[0]))
             if len(ops) != want or not dst_ok or not all(value(o) for o in ops[1:3]):
                 raise bad(f"expected {want} operands: p[|q], a, b{', [!]c' if want == 4 else ''}")
@@ -1007,6 +1144,8 @@ class _BodyParser:
             raise bad(f"unexpected operand {o}")
         if op == "selp" and not self.is_pred(ops[3]):
             raise bad("the selector must be a predicate register")
+        if op == "testp" and not self.is_pred(ops[0]):
+            raise bad(f"destination `{ops[0].name}` is not a predicate")
 
     def is_pred(self, o: Operand) -> bool:
         return isinstance(o, Reg) and self.reg_type[o.name] == "pred"

@@ -26,7 +26,6 @@ CASES = [
     ("k_callvoid", (), "call.uni", "`call.uni` (function calls)"),
     ("k_printf", ALL, "vprintf,", "`printf`"),
     ("k_local", (), ".local .align 16", "`.local` (per-thread local memory"),
-    ("k_float", (), ".reg .f32", "floating-point register type"),
     ("k_ll", (), "st.global.u64", "64-bit memory access"),
     ("k_vote", (), "vote.sync.ballot", "(warp vote)"),
     ("k_activemask", (), "activemask.b32", "__activemask()"),
@@ -76,7 +75,7 @@ def test_shuffle_message_says_to_pass_width_4():
 def test_each_kernel_is_rejected_on_its_own():
     m = parse_module(UNSUPPORTED)  # every kernel of the file at once: nothing raises yet
     assert {k.name for k in m.kernels} >= {"k_const", "k_gvar", "k_char", "k_vec", "k_laneid"}
-    for name in ("k_printf", "k_float", "k_shfl32"):
+    for name in ("k_printf", "k_ll", "k_shfl32"):
         with pytest.raises(UnsupportedError) as err:
             find_kernel(m, name)
         assert "is not supported" in err.value.message
@@ -88,8 +87,8 @@ REGS = "    .reg .pred %p<3>;\n    .reg .b32 %r<8>;\n    .reg .b64 %rd<4>;\n"
 @pytest.mark.parametrize(
     ("line", "words"),
     [
-        ("mov.b32 %r1, 0f3F800000;", "floating-point literal `0f3F800000`"),
-        ("add.f32 %r1, %r2, %r3;", "floating-point .f32"),
+        ("add.s32 %r1, %r2, 0f3F800000;", "float literal `0f3F800000` in an integer"),
+        ("add.f64 %rd1, %rd2, %rd3;", "double precision (`add.f64`)"),
         ("bar.sync 1;", "named barrier or thread count"),
         ("bar.sync 0, 32;", "named barrier or thread count"),
         ("barrier.sync.aligned 0, 64;", "named barrier or thread count"),
@@ -99,7 +98,7 @@ REGS = "    .reg .pred %p<3>;\n    .reg .b32 %r<8>;\n    .reg .b64 %rd<4>;\n"
         ("add.cc.u32 %r1, %r2, %r3;", "carry/saturating"),
         ("mul24.lo.s32 %r1, %r2, %r3;", "24-bit multiply"),
         ("mul.wide.u64 %rd1, %rd2, %rd3;", "128-bit product"),
-        ("atom.global.add.f32 %r1, [%rd1], %r2;", "floating-point .f32"),
+        ("atom.global.min.f32 %r1, [%rd1], %r2;", "atomic type .f32"),
         ("atom.global.inc.s32 %r1, [%rd1], %r2;", "atomic type .s32"),
         ("ld.local.u32 %r1, [%rd1];", "(.local per-thread memory)"),
         ("st.param.b32 [%rd1], %r1;", "function call sequence"),
@@ -122,7 +121,7 @@ def test_rejected_instruction(line, words):
 
 def test_rejected_module_directives():
     for decl, words in [(".local .align 4 .b8 depot[16];", "`.local`"),
-                        (".shared .align 4 .f32 fs[4];", "floating-point .shared"),
+                        (".shared .align 8 .f64 fs[4];", "double precision"),
                         (".address_size 32", "`.address_size 32`")]:
         with pytest.raises(UnsupportedError, match=words):
             parse_module(entry("ret;", decls=decl))

@@ -8,8 +8,8 @@ kinds make the 32-bit form exact, and rejected otherwise. 16-bit registers hold 
 zero-extended. Division and remainder become shift-subtract loops over the quotient's bits.
 
 The selector is one class built from a module per instruction family: ``core`` (state, kinds,
-helpers, the walk and dispatch), ``integer``, ``wide`` (64-bit pairs), ``memory``, ``divide``
-and ``control``.
+helpers, the walk and dispatch), ``integer``, ``wide`` (64-bit pairs), ``memory``, ``divide``,
+``control`` and ``floats`` (float32).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from qgpu.toolchain.lower.ir import IRFunction
 from qgpu.toolchain.lower.select.control import Control
 from qgpu.toolchain.lower.select.core import HIDDEN_3D, Core, Kind, type_bits
 from qgpu.toolchain.lower.select.divide import Divide
+from qgpu.toolchain.lower.select.floats import Floats
 from qgpu.toolchain.lower.select.integer import Integer
 from qgpu.toolchain.lower.select.memory import Memory
 from qgpu.toolchain.lower.select.wide import Wide
@@ -26,7 +27,7 @@ from qgpu.toolchain.ptx.ast import Kernel, Module
 __all__ = ["HIDDEN_3D", "Kind", "Selector", "select_kernel", "type_bits"]
 
 
-class Selector(Core, Integer, Wide, Memory, Divide, Control):
+class Selector(Core, Integer, Wide, Memory, Divide, Control, Floats):
     """Walks a kernel's body once and builds its IR."""
 
 

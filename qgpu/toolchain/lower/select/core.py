@@ -17,6 +17,12 @@ from qgpu.toolchain.ptx.ast import Imm, Instr, Kernel, Label, Module, Reg, Sym
 from qgpu.toolchain.ptx.globals import global_layout
 from qgpu.toolchain.ptx.names import qualified_name
 
+FLOAT_OPCODES = frozenset({"add", "sub", "mul", "fma", "mad", "neg", "abs", "min", "max", "setp",
+                           "set", "cvt", "testp", "copysign", "atom", "red"})
+"""Opcodes that ``floats`` selects when their type is f32."""
+F32_WORD_OPCODES = frozenset({"mov", "ld", "st", "selp", "shfl"})
+"""Opcodes that move f32 values as 32-bit words, in their own families."""
+
 MASK32 = 0xFFFFFFFF
 
 
@@ -437,9 +443,14 @@ class Core:
         if pairs and any(d in self.pairs for d in ins.dests):
             self.pair_def(ins)
             return
+        if "f32" in m and o in FLOAT_OPCODES:
+            getattr(self, f"float_{o}")(ins)
+            return
+        if "f32" in m and o not in F32_WORD_OPCODES:
+            raise self.fail(f"`{o}` on float32 is not supported by the machine yet")
         handler = getattr(self, f"op_{o}", None)
         if handler is None:
             raise self.fail(f"the PTX instruction `{o}` is not supported by the machine")
-        if any(t in m for t in ("f16", "f32", "f64", "bf16")):
-            raise self.fail("floating point is not supported (the machine is integer-only)")
+        if any(t in m for t in ("f16", "f64", "bf16")):
+            raise self.fail("only float32 is supported (no f16, bf16 or f64)")
         handler(ins)

@@ -1,1 +1,0 @@
-extern "C" __global__ void f(float* a) { a[0] = a[0] * 2.5f; }
