@@ -195,3 +195,19 @@ def test_a_lone_warp_passes_barriers_and_leaves_no_exit_marks() -> None:
     launch = T.Launch(prog, (2, 1), (3, 1), [], [0] * limits.GLOBAL_WORDS, [], 0)
     assert [str(e) for e in T.decode(T.expected_tokens(launch, run.trace))] == [
         "exec:0:w0:m7", "exec:1:w0:m7", "cta:1", "exec:0:w0:m7", "exec:1:w0:m7", "end"]
+
+
+def test_a_float_program_is_refused_with_its_instruction_named() -> None:
+    """The circuit has no float unit yet: the model's launch refuses float instructions
+    instead of computing something else."""
+    from qgpu.errors import UnsupportedError
+    from qgpu.machine.float32 import Round
+    from qgpu.machine.isa import Instr, Op, Space
+    from tests.machine.helpers import EXIT, block, imm, program
+
+    prog = program(block((Instr(Op.LD, 1, 0, mod=Space.PARAM), imm(Op.FADD, 2, 0, 0x3F80_0000,
+                                                                  mod=Round.RN),
+                          Instr(Op.ST, 0, 1, 2, mod=Space.GLOBAL)), EXIT))
+    place = place_arguments((), [])
+    with pytest.raises(UnsupportedError, match=r"fadd\.rn r2, r0, 0x3f800000.*no float unit"):
+        T.Launch.checked(prog, (1, 1), (4, 1), place)
