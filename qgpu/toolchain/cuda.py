@@ -1,8 +1,9 @@
 """CUDA C++ source -> PTX text with whatever compiler this machine has.
 
 The host plays NVRTC: users write CUDA, we hand the PTX to the lowering. Preference order is
-NVRTC from the pip wheel (in-process, no headers, no host compiler), then ``nvcc``, then clang
-with the shipped ``cuda_clang.h`` (the only route on macOS). Every route targets compute_75 at
+NVRTC from the pip wheel (in a worker process, with the CUDA wheels' headers and qgpu's own C
+library headers, no host compiler), then ``nvcc``, then clang with the shipped ``cuda_clang.h``
+and qgpu's headers (the only route on macOS). Every route targets compute_75 at
 full optimisation: that is the PTX subset the lowering accepts (-G, -O0 and --Ofast-compile give
 call.uni wrappers and generic loads; sm_100+ switches NVRTC to a different backend).
 """
@@ -47,6 +48,11 @@ CLANG_PTX_FEATURE = (
     ("-Xclang", "-target-feature", "-Xclang", "+ptx64"),
 )
 CLANG_HEADER = Path(__file__).with_name("cuda_clang.h")
+QGPU_INCLUDE = Path(__file__).with_name("include")
+"""qgpu's own headers, small and written for qgpu: the C and C++ library headers a pasted source
+starts with (stdio.h, math.h, cmath, stdint.h, float.h, limits.h, iostream...), for the compilers
+that have none on the device side: NVRTC (after the CUDA wheels' folders) and clang (before the
+system's). nvcc uses its host compiler's. docs/ISA.md section 8 says what each declares."""
 # Host limits on what the compilers get (docs/ERRORS.md): the largest suite kernel is 1.5 KB
 # and compiles in ~20 ms; a source of megabytes or one that makes the compiler work for minutes
 # is a mistake or an attack, and is stopped with an error naming the limit.
@@ -132,6 +138,7 @@ def compile_cuda(source: str, *, filename: str = "kernel.cu", compiler: str = "a
                                 f"{time_limit!r:.80}")
     source = check_source(source, filename)
     check_includes(source, filename)
+    source = space_linkage(source)
     if compiler == "auto":
         for name in COMPILERS:
             tool = _discover(name)
@@ -194,7 +201,7 @@ _COMMENT_OR_LITERAL = re.compile(r"""
   | R"(?P<delim>[^()\\\s]{0,16})\(.*?\)(?P=delim)"|"(\\.|[^"\\\n])*"?|'(\\.|[^'\\\n])*'?
 """, re.X | re.S)
 _DIRECTIVE = re.compile(r"^[ \t]*(\#|%:)[ \t]*(?P<name>\w+)(?P<rest>[^\n]*)", re.M)
-_HEADER = re.compile(r"<(?!/)(?![^>]*(^|/)\.\.(/|>))[\w.+/-]+>")
+_HEADER = re.compile(r"<(?!/)(?!([^>]*/)?\.\.(/|>))[\w.+/-]+>")
 
 
 def check_includes(source: str, filename: str) -> None:
@@ -218,6 +225,64 @@ def check_includes(source: str, filename: str) -> None:
                 f"{_place(source, at, filename)}: #{name} {operand[:60]}: only the CUDA "
                 f"headers can be included, as #include <name.h> (a source is compiled on its "
                 f"own: paste what a local header holds into the source)")
+
+
+_GLUED_LINKAGE = re.compile(r"(?<![\w$])extern\s*\Z")
+
+
+def space_linkage(source: str) -> str:
+    """The source with a space put between a linkage string and a name glued to it:
+    ``extern "C"__global__`` (pasted code has it; nvcc warns and accepts, but NVRTC and clang
+    read ``"C"__global__`` as a string with a user-defined suffix and reject it) becomes
+    ``extern "C" __global__``. Only in code: a ``"C"`` or ``"C++"`` string literal right after
+    the word ``extern`` and right before a letter or ``_``, found with the lexing
+    ``check_includes`` uses, so comments and other string and character literals are left as
+    they are. Nothing else changes: no line is added or removed, so every message keeps its
+    line number (a column after the space, on that line only, moves by one)."""
+    if '"C' not in source:
+        return source
+    pieces, code_start, copied = [], 0, 0
+    for m in _COMMENT_OR_LITERAL.finditer(source):
+        if m.group() in ('"C"', '"C++"') and re.match(r"[A-Za-z_]", source[m.end():m.end() + 1]) \
+                and _GLUED_LINKAGE.search(source, code_start, m.start()):
+            pieces += [source[copied:m.end()], " "]
+            copied = m.end()
+        code_start = m.end()
+    return "".join(pieces) + source[copied:] if pieces else source
+
+
+_MISSING_HEADER = re.compile(r'cannot open source file "(?P<nvrtc>[^"\n]+)"'
+                             r"|'(?P<clang>[^'\n]+)' file not found"
+                             r"|error: (?P<gcc>[\w.+/-]+): No such file or directory")
+
+
+def _advice(log: str, compiler: str) -> str:
+    """What qgpu adds to a compiler's errors for the common mistakes of a pasted source: a
+    header the compiler does not have, thrust, host code. Empty when none applies."""
+    notes = []
+    missing = sorted({name for m in _MISSING_HEADER.finditer(log)
+                      for name in m.groups() if name and _HEADER.fullmatch(f"<{name}>")})
+    if missing:
+        cuda_headers = "cuda_runtime.h (clang has no other CUDA header: cooperative_groups.h " \
+            "and cuda/std/... need NVRTC or nvcc)" if compiler == "clang" else \
+            "the CUDA runtime's and device headers (cuda_runtime.h, cooperative_groups.h, " \
+            "cuda/std/...)"
+        notes.append(
+            f"{', '.join(missing)}: not a header {compiler} has here. qgpu compiles with "
+            f"{cuda_headers} and the device side of the C library's (stdio.h, math.h, cmath, "
+            f"stdint.h, float.h, limits.h, stdlib.h, string.h, assert.h, iostream...: "
+            f"docs/ISA.md section 8); CUDA's libraries (cuBLAS, cuRAND, cuFFT...) are called "
+            f"from host code and are not available")
+    if "<cuda>/thrust/" in log:
+        notes.append("thrust's containers and algorithms are host code (a device_vector lives "
+                     "on the host): qgpu compiles kernels only; use plain arrays in the kernel")
+    elif "not allowed in JIT mode" in log \
+            or re.search(r"undeclared identifier '?cuda(ConfigureCall|[A-Z]\w*')", log):
+        notes.append("host code: qgpu compiles a source's device code only (NVRTC refuses host "
+                     "functions and variables; clang here has no CUDA runtime API): remove "
+                     "main() and the other host code (cudaMalloc, cudaMemcpy, the <<<...>>> "
+                     "launch, std::cout); qgpu launches the kernel itself")
+    return "".join(f"\n(qgpu: {note})" for note in notes)
 
 
 def _place(source: str, index: int, filename: str) -> str:
@@ -349,9 +414,16 @@ def cuda_include_dirs() -> tuple[str, ...]:
     return tuple(found)
 
 
+def nvrtc_header_dirs() -> tuple[str, ...]:
+    """Every folder NVRTC may read while compiling (its Landlock rules, its jail's binds): the
+    CUDA wheels' (cuda_include_dirs), then qgpu's own headers (QGPU_INCLUDE), searched last so
+    that a CUDA header is always NVIDIA's."""
+    return (*cuda_include_dirs(), str(QGPU_INCLUDE))
+
+
 def nvrtc_include_options() -> tuple[str, ...]:
-    """``--include-path`` options for NVRTC (see cuda_include_dirs)."""
-    return tuple(f"--include-path={d}" for d in cuda_include_dirs())
+    """``--include-path`` options for NVRTC (see nvrtc_header_dirs)."""
+    return tuple(f"--include-path={d}" for d in nvrtc_header_dirs())
 
 
 _LOCATED = re.compile(r"^(?P<file>[^\s(:][^(:\n]*?)(\(\d+\)|:\d+(:\d+)?):")
@@ -360,18 +432,20 @@ _ERRNO_TAIL = re.compile(r'(cannot open source file "[^"\n]*")[^\n]*')
 
 def withhold_paths(log: str, filename: str) -> str:
     """A compiler's message as a user may see it: the CUDA header directories shown as
-    ``<cuda>``, a diagnostic located in any file but ``filename`` and those headers withheld, and
-    why a file could not be opened left out (a forbidden file's "Permission denied" would tell
-    that it exists). Confinement already keeps other files from being read; this keeps the
-    server's paths out of the messages too."""
-    for directory in sorted(cuda_include_dirs(), key=len, reverse=True):
-        log = log.replace(directory.rstrip("/") + "/", "<cuda>/")
+    ``<cuda>`` (qgpu's own as ``<qgpu>``), a diagnostic located in any file but ``filename`` and
+    those headers withheld, and why a file could not be opened left out (a forbidden file's
+    "Permission denied" would tell that it exists). Confinement already keeps other files from
+    being read; this keeps the server's paths out of the messages too."""
+    shown = {directory: "<cuda>/" for directory in cuda_include_dirs()}
+    shown[str(QGPU_INCLUDE)] = "<qgpu>/"
+    for directory in sorted(shown, key=len, reverse=True):
+        log = log.replace(directory.rstrip("/") + "/", shown[directory])
     log = _ERRNO_TAIL.sub(r"\1", log)
     lines = []
     for line in log.split("\n"):
         place = _LOCATED.match(line)
         if place and place.group("file") not in (filename, Path(filename).name) \
-                and not place.group("file").startswith("<cuda>/"):
+                and not place.group("file").startswith(("<cuda>/", "<qgpu>/")):
             line = "(a diagnostic located in a file other than the source and the CUDA headers " \
                    "was withheld)"
         lines.append(line)
@@ -443,8 +517,10 @@ class _Worker:
         setting = _confine_setting()
         options: list[str] = ["--memory", str(COMPILE_MEMORY_LIMIT)]
         preexec, scratch, how = None, None, "none"
-        headers = list(cuda_include_dirs())
-        if setting in ("auto", "landlock") and nvrtc_worker.landlock_abi() >= 1 and headers:
+        script = [str(_WORKER_SCRIPT)]
+        headers = list(nvrtc_header_dirs())
+        if setting in ("auto", "landlock") and nvrtc_worker.landlock_abi() >= 1 \
+                and cuda_include_dirs():
             options += ["--chdir", headers[0]]
             options += [arg for d in headers for arg in ("--landlock", d)]
             how = "landlock"
@@ -453,14 +529,17 @@ class _Worker:
             work, root = os.path.join(scratch, "work"), os.path.join(scratch, "root")
             os.mkdir(work)
             os.mkdir(root)
-            visible = [*jail.SYSTEM_PATHS, *headers, str(_WORKER_SCRIPT.parent),
+            # the worker's code as -c's text, not a file: no file of qgpu's but its headers is
+            # in the jail (a file there could be included: `#include <../nvrtc_worker.py>`)
+            script = ["-c", _WORKER_SCRIPT.read_text(encoding="utf-8")]
+            visible = [*jail.SYSTEM_PATHS, *headers,
                        *{sys.prefix, sys.base_prefix, str(Path(sys.executable).resolve().parent)},
                        *{str(Path(lib).resolve().parent) for lib in libraries}]
             preexec, how = jail.preexec(visible, work, root), "namespace"
         elif setting in ("landlock", "namespace"):
             return None, ["error", f"QGPU_CONFINE={setting}: not available on this machine"]
         proc = subprocess.Popen(
-            [sys.executable, "-I", "-S", str(_WORKER_SCRIPT), *options, *libraries],
+            [sys.executable, "-I", "-S", *script, *options, *libraries],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=_COMPILER_ENV,
             preexec_fn=preexec,
             # Ctrl-C is the host's to handle (it kills the worker): keep it from the worker
@@ -553,7 +632,8 @@ def _compile_nvrtc(nvrtc: _Nvrtc, source: str, filename: str, time_limit: float)
         raise CompileError(f"nvrtc: {answer[1]} for {filename}")
     rc, log, ptx = int(answer[1]), withhold_paths(answer[2], filename), answer[3]
     if rc == _NVRTC_ERROR_COMPILATION:
-        raise CompileError(f"nvrtc could not compile {filename}:\n{log}")
+        raise CompileError(f"nvrtc could not compile {filename}:\n{log}"
+                           f"{_advice(log, 'nvrtc')}")
     if rc != _NVRTC_SUCCESS:
         raise CompileError(f"nvrtc: nvrtcCompileProgram failed for {filename} (status "
                            f"{rc}):\n{log}")
@@ -615,8 +695,10 @@ def _compile_nvcc(nvcc: str, source: str, filename: str, time_limit: float) -> P
 
 
 def _compile_clang(clang: _Clang, source: str, filename: str, time_limit: float) -> PtxResult:
-    command = [clang.path, *CLANG_OPTIONS, *clang.feature, "-include", CLANG_HEADER.name]
-    ptx, log = _run_tool("clang", command, source, filename, time_limit, [CLANG_HEADER])
+    command = [clang.path, *CLANG_OPTIONS, *clang.feature, "-isystem", str(QGPU_INCLUDE),
+               "-include", CLANG_HEADER.name]
+    ptx, log = _run_tool("clang", command, source, filename, time_limit, [CLANG_HEADER],
+                         [str(QGPU_INCLUDE)])
     return PtxResult(ptx, "clang", clang.version, log)
 
 
@@ -627,10 +709,12 @@ CPATH that add include directories); Windows needs SYSTEMROOT to start a process
 
 
 def _run_tool(name: str, command: list[str], source: str, filename: str,
-              time_limit: float, extra: list[Path] = ()) -> tuple[str, str]:
+              time_limit: float, extra: list[Path] = (), folders: list[str] = ()) \
+        -> tuple[str, str]:
     """Run ``command -o out.ptx FILE`` in a scratch dir (with copies of the ``extra`` files),
-    confined to a namespace jail where the machine allows it, its address space capped,
-    stopped after ``time_limit`` seconds; messages name ``filename``."""
+    confined to a namespace jail where the machine allows it (the system, the compiler's
+    installation and the header ``folders``, read-only), its address space capped, stopped
+    after ``time_limit`` seconds; messages name ``filename``."""
     local = Path(filename).name
     if not re.fullmatch(r"[\w.-]+\.cu", local):
         local = "kernel.cu"
@@ -648,7 +732,8 @@ def _run_tool(name: str, command: list[str], source: str, filename: str,
         env = {**_COMPILER_ENV, "HOME": tmp, "TMPDIR": tmp,
                "PATH": f"{Path(command[0]).parent}:{tool.parent}:{_COMPILER_ENV['PATH']}"}
         if confinement(name) == "namespace":
-            visible = [*jail.SYSTEM_PATHS, str(tool.parent.parent), str(Path(command[0]).parent)]
+            visible = [*jail.SYSTEM_PATHS, str(tool.parent.parent), str(Path(command[0]).parent),
+                       *folders]
             preexec = jail.preexec(visible, tmp, root, COMPILE_MEMORY_LIMIT)
         else:
             preexec = functools.partial(jail.limit_memory, COMPILE_MEMORY_LIMIT) \
@@ -673,7 +758,8 @@ def _run_tool(name: str, command: list[str], source: str, filename: str,
         out = Path(tmp, "out.ptx")
         log = withhold_paths(log, filename)
         if proc.returncode != 0 or not out.exists():
-            raise CompileError(f"{name} could not compile {filename}:\n{log}")
+            raise CompileError(f"{name} could not compile {filename}:\n{log}"
+                               f"{_advice(log, name)}")
         return out.read_text(encoding="utf-8"), log
 
 

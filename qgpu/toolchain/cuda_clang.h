@@ -1,6 +1,7 @@
 /* The CUDA device API subset that qgpu kernels use, for clang without a CUDA install.
  * qgpu.cuda passes it with -include (plus -nocudainc), so the clang route accepts the same
- * sources as NVRTC. Integer-only on purpose: the machine has no floating point. */
+ * sources as NVRTC; the C library's device side (math.h, stdio.h, ...) is in qgpu's include/
+ * folder, which clang searches before the system's. */
 #pragma once
 
 #define __global__ __attribute__((global))
@@ -75,3 +76,9 @@ QGPU_FN unsigned min(unsigned a, int b) { return min(a, (unsigned)b); }
 QGPU_FN unsigned max(int a, unsigned b) { return max((unsigned)a, b); }
 QGPU_FN unsigned max(unsigned a, int b) { return max(a, (unsigned)b); }
 QGPU_FN int abs(int x) { return x < 0 ? -x : x; }
+
+/* A float's bits as an int and back (the same 32 bits; no conversion). */
+QGPU_FN int __float_as_int(float x) { return __builtin_bit_cast(int, x); }
+QGPU_FN unsigned __float_as_uint(float x) { return __builtin_bit_cast(unsigned, x); }
+QGPU_FN float __int_as_float(int x) { return __builtin_bit_cast(float, x); }
+QGPU_FN float __uint_as_float(unsigned x) { return __builtin_bit_cast(float, x); }

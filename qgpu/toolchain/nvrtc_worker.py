@@ -10,16 +10,18 @@ time limit and starts a new one.
 
 The file imports only the few standard modules a worker must (no json or pathlib: their imports
 were half of a start), so the host runs it by path with ``-I -S``, independent of how the host
-found the ``qgpu`` package. The host starts it in its own session: Ctrl-C is the host's to
+found the ``qgpu`` package (in a namespace jail, as the text of ``-c``: the jail then holds no
+file of qgpu's but its headers). The host starts it in its own session: Ctrl-C is the host's to
 handle, and the host kills it.
 
 Confinement (docs/SECURITY.md): the worker compiles untrusted source, and NVRTC's preprocessor
 opens any path a source names (``#include "/etc/passwd"``, ``__has_include``). Options before
 the libraries: ``--memory BYTES`` caps the address space; ``--landlock DIR`` (repeatable) makes
 the worker, once libnvrtc is loaded, restrict itself with Landlock to reading the files under
-those directories (the CUDA headers): opening anything else fails with EACCES, and nothing can
-be written, executed or connected to; ``--chdir DIR`` sets the working directory first. The
-host may instead start the worker inside a namespace jail (qgpu.toolchain.jail).
+those directories (the CUDA headers and qgpu's own, ``cuda.nvrtc_header_dirs``): opening
+anything else fails with EACCES, and nothing can be written, executed or connected to;
+``--chdir DIR`` sets the working directory first. The host may instead start the worker inside
+a namespace jail (qgpu.toolchain.jail).
 
 Protocol on stdin/stdout: a message is a list of str fields, sent as their count, their byte
 lengths (4-byte big-endian each) and their UTF-8 bytes. The worker first says

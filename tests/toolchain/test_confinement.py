@@ -93,6 +93,9 @@ SERVER_FILES = [
     ('#include "/proc/self/fd/0"', None), ('#include "/dev/zero"', None),
     ('#include "/dev/urandom"', None), ('#include "/dev/tty"', None),
     (f'#include "{Path(qgpu.__file__).resolve()}"', "qgpu compiles"),
+    # next to qgpu's own headers (an include folder of NVRTC and clang): qgpu's source
+    ("#include <../cuda.py>", "def compile_cuda"), ("#include <../nvrtc_worker.py>", "def main"),
+    ("#include <../../__init__.py>", "qgpu compiles"),
 ]
 """The server's own files: nothing of them may show, reading them must not hang."""
 
@@ -206,16 +209,52 @@ def test_no_server_file_shows_and_none_hangs(route: str, source: str, content: s
     assert answer.startswith("compile\n"), answer[:500]
     if content is not None:
         assert content not in answer
-    assert "cannot open source file" in answer or "No such file" in answer, answer[:500]
+    assert re.search(r"cannot open source file|No such file|file not found", answer), \
+        answer[:500]
+
+
+QGPU_HEADERS = ["stdio.h", "math.h", "cmath", "assert.h", "stdint.h", "cstdint", "float.h",
+                "limits.h", "stdlib.h", "string.h", "iostream"]
 
 
 def test_suite_kernels_and_cuda_headers_compile_confined(route: str) -> None:
-    source = ("#include <cuda_runtime.h>\n#include <cooperative_groups.h>\n"
-              "namespace cg = cooperative_groups;\n"
-              'extern "C" __global__ void k(int *p) { p[cg::this_thread_block().thread_rank()] '
-              "= 1; }\n")
+    """The CUDA headers (clang has none but cuda_runtime.h) and qgpu's C library headers."""
+    includes = "".join(f"#include <{h}>\n" for h in ["cuda_runtime.h", *QGPU_HEADERS])
+    if route == "clang":
+        source = includes + ('extern "C" __global__ void k(int *p) { p[threadIdx.x] = INT_MAX; '
+                             'printf("%d", (int)sqrtf(2.0f)); }\n')
+    else:
+        source = (includes + "#include <cooperative_groups.h>\n"
+                  "namespace cg = cooperative_groups;\n"
+                  'extern "C" __global__ void k(int *p) { '
+                  "p[cg::this_thread_block().thread_rank()] = INT_MAX; "
+                  'printf("%d", (int)sqrtf(2.0f)); }\n')
     result = cuda.compile_cuda(source, compiler=route, untrusted=True)
-    assert ".entry k(" in result.ptx
+    assert ".entry k(" in result.ptx and "vprintf" in result.ptx
+
+
+def test_the_nvrtc_worker_reads_the_header_folders_and_no_more_of_qgpu(route: str) -> None:
+    """Landlock: the worker's rules are exactly the header folders (the CUDA wheels' and
+    qgpu's own include/). Namespace jail: of qgpu's files only include/ is mounted (the worker
+    runs from -c's text, not from its file)."""
+    if route != "nvrtc":
+        pytest.skip("the NVRTC worker")
+    cuda.compile_cuda(KERNEL, compiler="nvrtc", untrusted=True)
+    pid = cuda._WORKER.proc.pid
+    if not Path(f"/proc/{pid}").exists():
+        pytest.skip("needs /proc")
+    package = str(Path(qgpu.__file__).resolve().parent)
+    if os.environ["QGPU_CONFINE"] == "landlock":
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+        rules = [argv[i + 1] for i, arg in enumerate(argv) if arg == "--landlock"]
+        assert rules == [*cuda.cuda_include_dirs(), str(cuda.QGPU_INCLUDE)]
+        assert rules == list(cuda.nvrtc_header_dirs())
+    else:
+        mounts = [line.split()[4] for line in Path(f"/proc/{pid}/mountinfo").read_text()
+                  .splitlines()]
+        assert str(cuda.QGPU_INCLUDE) in mounts
+        ours = [m for m in mounts if m == package or m.startswith(package + "/")]
+        assert ours == [str(cuda.QGPU_INCLUDE)], mounts
 
 
 def test_the_worker_can_neither_write_nor_connect() -> None:
