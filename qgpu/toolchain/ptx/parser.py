@@ -131,6 +131,14 @@ _SPECIAL_PREFIXES = (
 )
 _WARP_HINT = "this machine's warps have 4 lanes, so the result would differ from a 32-lane GPU"
 _INLINE_HINT = "mark the device function __forceinline__"
+# Functions of CUDA's device runtime that NVVM calls rather than inlines: (what, hint).
+_LIBRARY_CALLS = {
+    "vprintf": ("`printf` (device-side printf)", "remove it"),
+    "__assertfail": ("`assert` (a failed assertion traps)",
+                     "remove it, or compile with -DNDEBUG (#define NDEBUG before the includes)"),
+    "malloc": ("`malloc` (the device heap)", "the machine has no heap: pass an array instead"),
+    "free": ("`free` (the device heap)", "the machine has no heap: pass an array instead"),
+}
 
 # Operand counts of the ALU-style instructions (destination included).
 _ARITY = {
@@ -586,8 +594,8 @@ class _Parser:
             while self.next().text != ")":
                 pass
         name = self.word().text
-        if name == "vprintf":
-            self.funcs[name] = ("`printf` (device-side printf)", "remove it")
+        if name in _LIBRARY_CALLS:
+            self.funcs[name] = _LIBRARY_CALLS[name]
         else:
             self.funcs[name] = (f"`.func {name}` (a device function that was not inlined)",
                                 _INLINE_HINT)
