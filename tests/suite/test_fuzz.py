@@ -65,9 +65,9 @@ def test_a_ci_run_is_exact_and_covers_every_feature() -> None:
 _ALU = interp.alu
 
 
-def _popc_off_by_one(op: Op, a: int, b: int, c: int = 0) -> int:
+def _popc_off_by_one(op: Op, a: int, b: int, c: int = 0, mod: int = 0) -> int:
     """The machine's popc, one too high: the bug the minimiser must isolate."""
-    return a.bit_count() + 1 if op == Op.POPC else _ALU(op, a, b, c)
+    return a.bit_count() + 1 if op == Op.POPC else _ALU(op, a, b, c, mod)
 
 
 @pytest.mark.parametrize("chunk", [1, 8])
