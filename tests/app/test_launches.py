@@ -46,7 +46,7 @@ def prepared(kernel: str) -> S.Prepared:
     (ONE + "\n" + ONE.replace(" k(", " j("), None, "1", "4", "[[1]]", 0, "usage", "pick one"),
     (ONE.replace(";", "", 1), None, "1", "4", "[[1]]", 0, "compile", "kernel.cu(1): error"),
     ("__global__ void k(float* a) { a[0] *= 1.5f; }", None, "1", "1", "[[1]]", 0,
-     "unsupported", "floating-point"),
+     "unsupported", "no float unit"),
 ])
 def test_requests_and_errors_say_what_is_wrong(source, kernel, grid, block, args, shared,
                                                kind, text) -> None:
