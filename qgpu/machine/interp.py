@@ -368,7 +368,7 @@ class _Launch:
             self._need_regs(w, lanes, reads, ins)
             results = self._shuffle(w, lanes, ins, mask)
         elif op in (Op.SETP, Op.FSETP):
-            for ln, v in [(ln, _compare(ins, R[ln][ins.a], _operand_b(ins, R[ln])))
+            for ln, v in [(ln, compare(ins, R[ln][ins.a], _operand_b(ins, R[ln])))
                           for ln in lanes]:
                 w.preds[ln][ins.d] = v
                 if ins.undefined or reads & ~w.reg_def[ln]:
@@ -679,7 +679,8 @@ def _float(op: Op, a: int, b: int, c: int, mod: int) -> int:
     raise ValueError(f"{op.name} is not a float ALU op")
 
 
-def _compare(ins: Instr, a: int, b: int) -> bool:
+def compare(ins: Instr, a: int, b: int) -> bool:
+    """What SETP or FSETP writes for operands a and b."""
     if ins.op == Op.FSETP:
         return float32.compare(a, b, float32.FCmp(ins.mod), bool(ins.c))
     c = Cmp(ins.mod)

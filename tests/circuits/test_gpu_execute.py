@@ -10,7 +10,7 @@ from qgpu import protocol as T
 from qgpu.circuits.gpu import encoding, machine
 from qgpu.compiler.evaluate import Evaluator
 from qgpu.machine import limits
-from qgpu.machine.interp import MASK32, _compare, _plop, alu, atomic, s32, shuffle_lane
+from qgpu.machine.interp import MASK32, _plop, alu, atomic, compare, s32, shuffle_lane
 from qgpu.machine.isa import (
     ATOMIC_OPS,
     INDEX_UNSIGNED,
@@ -110,7 +110,7 @@ def test_slots_compute_what_the_machine_computes(graph, name: str) -> None:
                     if ins.d:
                         r[(ln, ins.d)] = want
                 elif ins.op in (Op.SETP, Op.PLOP):
-                    want = _compare(ins.mod, a, b) if ins.op == Op.SETP else \
+                    want = compare(ins, a, b) if ins.op == Op.SETP else \
                         _plop(ins, [p[(ln, i)] for i in range(limits.NUM_PREDS)])
                     assert vals[f"x{s}.pres{ln}"] == [int(want)], (name, rec.block, s, ln)
                     p[(ln, ins.d)] = want
