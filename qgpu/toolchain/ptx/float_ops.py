@@ -21,12 +21,16 @@ operation the module does not name:
   ``a`` itself for every non-NaN ``a`` (the canonical NaN for a NaN), flushed and clamped by the
   module's ``ftz``/``sat``.
 * ``testp.normal``/``.subnormal``: IEEE classes; zero is neither.
+* The approximate functions (``ex2 lg2 sin cos tanh rsqrt .approx``, ``rcp sqrt div .approx``,
+  ``div.full``) run their macro from ``qgpu.machine.approx``: the machine instructions the
+  lowering emits for them, evaluated with the machine interpreter's semantics.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from qgpu.machine import approx
 from qgpu.machine import float32 as F
 from qgpu.machine.float32 import FCmp, Round
 from qgpu.toolchain.ptx.ast import is_signed, type_width
@@ -113,6 +117,9 @@ def semantics(op: str, mods: tuple[str, ...],
             return pick(a, b, ftz)
 
         return min_max, "f32", words
+    fixed = approx.for_instruction(op, mods)
+    if fixed is not None:  # one fixed algorithm: the macro the lowering emits
+        return fixed, "f32", words
     if op == "div":
         return (lambda a, b: F.divide(a, b, rnd, ftz)), "f32", words
     if op == "sqrt":

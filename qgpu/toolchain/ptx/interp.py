@@ -34,6 +34,8 @@ machine-model decisions it implements (docs/ISA.md is the user-facing copy):
   ``qgpu.machine.float32`` (``qgpu.toolchain.ptx.float_ops`` decodes the modifiers: how neg/abs,
   copysign, min/max.NaN and the 64-bit conversions are composed is documented there).
   ``atom/red.add.f32`` rounds to nearest even and flushes subnormals (``.ftz``), as PTX defines.
+  The approximate functions (``ex2.approx``, ``div.full``...) have no exact result: each runs
+  its fixed machine macro (``qgpu.machine.approx``), the instructions the lowering emits.
 * Registers and predicates are undefined when a thread block starts: reading one that the thread
   has not written in this block (as an operand or as a guard) is a LaunchError.
 """

@@ -67,6 +67,8 @@ _RND = frozenset({"rn", "rz", "rm", "rp"})
 _IRND = frozenset({"rni", "rzi", "rmi", "rpi"})
 _FTZ = frozenset({"ftz"})
 _SAT = frozenset({"sat"})
+_APPROX = frozenset({"approx"})
+_APPROX_DIV = frozenset({"approx", "full"})
 _FCMP = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "equ", "neu", "ltu", "leu", "gtu", "geu",
                    "num", "nan"})
 _TESTP = frozenset({"finite", "infinite", "number", "notanumber", "normal", "subnormal"})
@@ -88,23 +90,16 @@ _F32_SLOTS: dict[str, list[tuple[frozenset[str], bool]]] = {
             (frozenset({"u32", "s32", "f32"}), True), (_F32, True)],
     "testp": [(_TESTP, True), (_F32, True)],
     "copysign": [(_F32, True)],
-    "div": [(_RND, True), (_FTZ, False), (_F32, True)],
-    "sqrt": [(_RND, True), (_FTZ, False), (_F32, True)],
-    "rcp": [(_RND, True), (_FTZ, False), (_F32, True)],
-}
-# Approximate float32 instructions: their algorithms are not defined on the machine yet.
-# Opcode -> the CUDA that writes it.
-_APPROX = {
-    "div": "`__fdividef` and division under -use_fast_math (plain `x / y` is div.rn)",
-    "sqrt": "sqrtf under -use_fast_math (plain sqrtf is sqrt.rn)",
-    "rcp": "library functions such as powf and fmodf, and `1.0f / x` under -use_fast_math "
-           "(`__frcp_rn` is rcp.rn)",
-    "rsqrt": "rsqrtf",
-    "ex2": "expf, exp2f, exp10f, powf, `__expf`",
-    "lg2": "logf, log2f, log10f, `__logf`",
-    "sin": "`__sinf`, sinf under -use_fast_math",
-    "cos": "`__cosf`, cosf under -use_fast_math",
-    "tanh": "tanhf under -use_fast_math",
+    "div": [(_RND | _APPROX_DIV, True), (_FTZ, False), (_F32, True)],
+    "sqrt": [(_RND | _APPROX, True), (_FTZ, False), (_F32, True)],
+    "rcp": [(_RND | _APPROX, True), (_FTZ, False), (_F32, True)],
+    # the approximate functions: one fixed algorithm each (qgpu/machine/approx.py)
+    "rsqrt": [(_APPROX, True), (_FTZ, False), (_F32, True)],
+    "ex2": [(_APPROX, True), (_FTZ, False), (_F32, True)],
+    "lg2": [(_APPROX, True), (_FTZ, False), (_F32, True)],
+    "sin": [(_APPROX, True), (_FTZ, False), (_F32, True)],
+    "cos": [(_APPROX, True), (_FTZ, False), (_F32, True)],
+    "tanh": [(_APPROX, True), (_F32, True)],
 }
 _DOUBLE_HINT = ("the machine computes in float32; a double usually comes from a literal without "
                 "`f` (`x * 0.5` → `x * 0.5f`) or a double function (`exp` → `expf`)")
@@ -146,7 +141,8 @@ _ARITY = {
     "neg": 2, "abs": 2, "min": 3, "max": 3, "and": 3, "or": 3, "xor": 3, "not": 2, "cnot": 2,
     "shl": 3, "shr": 3, "shf": 4, "popc": 2, "clz": 2, "brev": 2, "bfind": 2, "bfe": 4,
     "bfi": 5, "prmt": 4, "selp": 4, "slct": 4, "cvt": 2, "cvta": 2, "dp4a": 4,
-    "fma": 4, "testp": 2, "copysign": 3, "sqrt": 2, "rcp": 2,
+    "fma": 4, "testp": 2, "copysign": 3, "sqrt": 2, "rcp": 2, "rsqrt": 2, "ex2": 2, "lg2": 2,
+    "sin": 2, "cos": 2, "tanh": 2,
 }
 
 # Modifier grammar of the ALU-style instructions: slots matched in order, (allowed, required).
@@ -338,13 +334,8 @@ def _check_opcode(opcode: str, mods: tuple[str, ...], line: int) -> None:
 
 
 def _check_f32(opcode: str, mods: tuple[str, ...], line: int, full: str) -> None:
-    """A float32 instruction: the forms of _F32_SLOTS and cvt; the approximate functions are
-    rejected as not supported yet."""
-    if opcode in _APPROX and (opcode not in ("div", "sqrt", "rcp")
-                              or "approx" in mods or "full" in mods):
-        raise UnsupportedError(
-            f"line {line}: `{full}` (an approximate floating-point .f32 function) is not "
-            f"supported yet — it comes from {_APPROX[opcode]}")
+    """A float32 instruction: the forms of _F32_SLOTS (the approximate functions included) and
+    cvt."""
     if opcode == "cvt":
         _check_cvt_f32(mods, line, full)
     elif opcode in _F32_SLOTS:

@@ -109,7 +109,7 @@ REGS = "    .reg .pred %p<3>;\n    .reg .b32 %r<8>;\n    .reg .b64 %rd<4>;\n"
         ("setp.lt.pred %p1, %p2, %p0;", "ordered compare of predicates"),
         ("mov.b64 %rd1, {%r1, %r2};", "vector operand"),
         ("mov.u32 %r1, %tid;", "vector special register"),
-        ("sqrt.approx.f32 %r1, %r2;", "floating-point .f32"),
+        ("ex2.approx.f16 %r1, %r2;", "half precision"),
         ("isspacep.shared %p1, %rd1;", "`isspacep.shared`"),
     ],
 )

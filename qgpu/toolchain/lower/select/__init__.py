@@ -18,6 +18,8 @@ from qgpu.toolchain.lower.ir import IRFunction
 from qgpu.toolchain.lower.select.control import Control
 from qgpu.toolchain.lower.select.core import HIDDEN_3D, Core, Kind, type_bits
 from qgpu.toolchain.lower.select.divide import Divide
+from qgpu.toolchain.lower.select.float_approx import FloatApprox
+from qgpu.toolchain.lower.select.float_divide import FloatDivide
 from qgpu.toolchain.lower.select.floats import Floats
 from qgpu.toolchain.lower.select.integer import Integer
 from qgpu.toolchain.lower.select.memory import Memory
@@ -27,7 +29,8 @@ from qgpu.toolchain.ptx.ast import Kernel, Module
 __all__ = ["HIDDEN_3D", "Kind", "Selector", "select_kernel", "type_bits"]
 
 
-class Selector(Core, Integer, Wide, Memory, Divide, Control, Floats):
+class Selector(Core, Integer, Wide, Memory, Divide, Control, Floats, FloatApprox,
+               FloatDivide):
     """Walks a kernel's body once and builds its IR."""
 
 

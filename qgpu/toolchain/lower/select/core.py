@@ -18,7 +18,8 @@ from qgpu.toolchain.ptx.globals import global_layout
 from qgpu.toolchain.ptx.names import qualified_name
 
 FLOAT_OPCODES = frozenset({"add", "sub", "mul", "fma", "mad", "neg", "abs", "min", "max", "setp",
-                           "set", "cvt", "testp", "copysign", "atom", "red"})
+                           "set", "cvt", "testp", "copysign", "atom", "red", "div", "sqrt",
+                           "rcp", "ex2", "lg2", "sin", "cos", "tanh", "rsqrt"})
 """Opcodes that ``floats`` selects when their type is f32."""
 F32_WORD_OPCODES = frozenset({"mov", "ld", "st", "selp", "shfl"})
 """Opcodes that move f32 values as 32-bit words, in their own families."""
