@@ -36,7 +36,12 @@ COMPILERS = ("nvrtc", "nvcc", "clang")
 
 # No -default-device: a source that NVRTC accepts must also compile with nvcc and clang, which
 # have no such switch. c++17 is the default of NVRTC/nvcc 13 but not of clang-14: say it.
-NVRTC_OPTIONS = ("--gpu-architecture=compute_75", "--std=c++17")
+IMPLICIT_HEADERS = ("math.h", "limits.h")
+"""qgpu's headers that NVRTC and clang include before the source, as nvcc's implicit
+cuda_runtime.h does: a kernel written for nvcc uses INFINITY, NAN, M_PI or INT_MAX without an
+``#include`` (FLT_MAX needs <float.h> on nvcc too)."""
+NVRTC_OPTIONS = ("--gpu-architecture=compute_75", "--std=c++17",
+                 *(f"--pre-include={h}" for h in IMPLICIT_HEADERS))
 NVCC_OPTIONS = ("--ptx", "-arch=sm_75", "-O3", "-std=c++17")
 CLANG_OPTIONS = (
     "-x", "cuda", "--cuda-device-only", "--cuda-gpu-arch=sm_75", "--cuda-path=/nonexistent",
@@ -696,7 +701,8 @@ def _compile_nvcc(nvcc: str, source: str, filename: str, time_limit: float) -> P
 
 def _compile_clang(clang: _Clang, source: str, filename: str, time_limit: float) -> PtxResult:
     command = [clang.path, *CLANG_OPTIONS, *clang.feature, "-isystem", str(QGPU_INCLUDE),
-               "-include", CLANG_HEADER.name]
+               "-include", CLANG_HEADER.name,
+               *(arg for h in IMPLICIT_HEADERS for arg in ("-include", h))]
     ptx, log = _run_tool("clang", command, source, filename, time_limit, [CLANG_HEADER],
                          [str(QGPU_INCLUDE)])
     return PtxResult(ptx, "clang", clang.version, log)

@@ -323,6 +323,24 @@ def test_the_header_macros_have_their_true_values(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", cuda.COMPILERS)
+def test_a_source_without_includes_sees_what_nvcc_shows_it(name: str) -> None:
+    """nvcc includes cuda_runtime.h (and with it <math.h>, <limits.h>) before every source: a
+    kernel written for it uses INFINITY or INT_MAX without an include. Every route does."""
+    if name not in AVAILABLE:
+        pytest.skip(f"{name} is not available here")
+    from qgpu.driver import compile_source
+
+    exprs = ["__float_as_int(INFINITY)", "__float_as_int(-INFINITY)", "__float_as_int(NAN)",
+             "__float_as_int((float)M_PI)", "INT_MAX", "INT_MIN"]
+    stores = "".join(f"    out[{i}] = {e};\n" for i, e in enumerate(exprs))
+    source = f"__global__ void values(int *out) {{\n{stores}}}\n"
+    kernel = compile_source(source, compiler=name).kernel()
+    result = kernel.launch(grid=(1,), block=(1,), args=[{"zeros": len(exprs)}], backend="ptx")
+    assert result.args[0] == [0x7F80_0000, _f32(-math.inf), 0x7FC0_0000, _f32(math.pi),
+                              2**31 - 1, -(2**31)]
+
+
+@pytest.mark.parametrize("name", cuda.COMPILERS)
 def test_ndebug_turns_assert_off(name: str) -> None:
     if name not in AVAILABLE:
         pytest.skip(f"{name} is not available here")
