@@ -535,7 +535,7 @@ class Kernel:
         prog = self.program_3d if three_d else self.program
         launch = Launch.checked(prog, grid, block, place, dynamic_shared)
         limit = step_limit or DEFAULT_TOKEN_LIMIT
-        run = run_checked(model, launch, dynamic_shared=dynamic_shared, token_limit=limit) \
+        run = run_checked(model, launch, token_limit=limit) \
             if check else run_launch(model, launch, token_limit=limit)
         info: dict[str, Any] = {"prompt_tokens": run.prompt_tokens,
                                 "generated_tokens": len(run.generated), "engine": model.engine,

@@ -327,32 +327,14 @@ class Verdict:
     races: tuple[Race, ...] = ()
 
 
-def _reference(prep: Prepared):
-    """The reference interpreter's run: (expected tokens, final memory or None, its error,
-    its races)."""
-    from qgpu.machine.interp import run_program
-
-    launch = prep.launch
-    try:
-        ref = run_program(launch.program, grid=launch.grid, block=launch.block,
-                          params=launch.params, memory=launch.memory,
-                          dynamic_shared=prep.request.dynamic_shared,
-                          allocations=launch.allocations)
-        return T.expected_tokens(launch, ref.trace), ref.memory, None, ref.races
-    except LaunchError as e:
-        if e.fault in T.FAULTS and e.block is not None:
-            return T.fault_tokens(launch, e), None, e, []
-        return None, None, e, []
-
-
 def verify(prep: Prepared, generated: list[str], memory: list[int] | None,
            complete: bool = True) -> Verdict:
     """Replay the launch on the reference interpreter and compare every generated token and
     (if the model finished) every global word; `complete` False compares the tokens the model
     generated before it was stopped. The verdict carries the replay's races."""
-    expected, want, error, races = _reference(prep)
-    named = prep.kernel.name_races(races, prep.place, prep.request.dynamic_shared)
-    return replace(_compare(expected, want, error, generated, memory, complete),
+    ref = T.reference(prep.launch)
+    named = prep.kernel.name_races(ref.races, prep.place, prep.request.dynamic_shared)
+    return replace(_compare(ref.tokens, ref.memory, ref.error, generated, memory, complete),
                    races=tuple(named))
 
 
@@ -391,7 +373,7 @@ def _compare(expected: list[str] | None, want: list[int] | None, error: LaunchEr
 def diagnose(prep: Prepared) -> str | None:
     """Where the reference interpreter places a fault (kernel, block, instruction, thread,
     address) — the model's fault token names only the kind and the block."""
-    _, _, error, _ = _reference(prep)
+    error = T.reference(prep.launch).error
     return None if error is None else error.message
 
 

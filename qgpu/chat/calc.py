@@ -154,8 +154,12 @@ class Launcher:
         else:
             from qgpu.runtime import DEFAULT_TOKEN_LIMIT, run_launch
 
-            expected, want = self._reference(launch, dynamic_shared) if self.check else \
-                (None, None)
+            expected = want = None
+            if self.check:
+                ref = T.reference(launch)
+                if ref.tokens is None:
+                    raise ref.error
+                expected, want = ref.tokens, ref.memory
             total = None if expected is None else len(expected)
             watch = None if self.watch is None else self.watch(launch, kernel, args, what)
 
@@ -183,7 +187,7 @@ class Launcher:
                 if watch is not None:
                     watch.done(run, e)
                 if isinstance(e, LaunchError) and e.fault:
-                    raise LaunchError(f"{e.message}. Where: {self._where(launch, dynamic_shared)}",
+                    raise LaunchError(f"{e.message}. Where: {self._where(launch)}",
                                       e.fault) from e
                 raise
             if watch is not None:
@@ -195,38 +199,16 @@ class Launcher:
                             exact)
 
     @staticmethod
-    def _machine(launch, dynamic_shared: int):
-        """The launch on the reference machine (its RunResult; a fault raises LaunchError)."""
-        from qgpu.machine.interp import run_program
-
-        return run_program(launch.program, grid=launch.grid, block=launch.block,
-                           params=launch.params, memory=launch.memory,
-                           dynamic_shared=dynamic_shared, allocations=launch.allocations)
-
-    @classmethod
-    def _where(cls, launch, dynamic_shared: int) -> str:
+    def _where(launch: Any) -> str:
         """Where the reference interpreter places the fault the model reported (the model's
         fault token names only its kind and thread block): the kernel's instruction, thread
         and address, so that whoever wrote the kernel can fix it."""
-        try:
-            cls._machine(launch, dynamic_shared)
-        except LaunchError as e:
-            return f"the reference interpreter: {e.message}"
-        return "the reference interpreter runs this launch without a fault"
-
-    @classmethod
-    def _reference(cls, launch, dynamic_shared: int) -> tuple[list[str], list[int] | None]:
-        """The machine's token stream for a launch and its final memory (None if the launch
-        faults: the model must then report the same fault)."""
         from qgpu import protocol as T
 
-        try:
-            ref = cls._machine(launch, dynamic_shared)
-        except LaunchError as e:
-            if e.fault not in T.FAULTS:
-                raise
-            return T.fault_tokens(launch, e), None
-        return T.expected_tokens(launch, ref.trace), ref.memory
+        error = T.reference(launch).error
+        if error is None:
+            return "the reference interpreter runs this launch without a fault"
+        return f"the reference interpreter: {error.message}"
 
 
 @cache

@@ -51,10 +51,12 @@ must generate — the yardstick of ``--check`` and of the token counts in README
 from qgpu.protocol.decode import Event, decode
 from qgpu.protocol.prompt import Launch, Placed, allocated_words, prompt_tokens
 from qgpu.protocol.stream import (
+    Reference,
     exec_token,
     expected_tokens,
     fault_tokens,
     pred_row,
+    reference,
     sends_pred_row,
     writeback_tokens,
 )
@@ -75,7 +77,8 @@ from qgpu.protocol.vocabulary import (
 
 __all__ = [
     "DATA_POSITIONS", "FAULTS", "LANE_ALL", "PREFIX", "SUFFIX", "Event", "Launch", "Placed",
+    "Reference",
     "allocated_words", "body", "decode", "exec_token", "expected_tokens", "fault_tokens", "frame",
-    "memory_row", "memory_rows", "name", "part_frame", "pred_row", "prompt_tokens",
+    "memory_row", "memory_rows", "name", "part_frame", "pred_row", "prompt_tokens", "reference",
     "sends_pred_row", "vocabulary", "writeback_tokens",
 ]

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from qgpu.errors import UnsupportedError
-from qgpu.machine import rom
-from qgpu.machine.interp import check_launch
+from qgpu.machine import limits, rom
+from qgpu.machine.interp import MachineRun, check_launch, run_program
 from qgpu.machine.isa import FLOAT_OPS, Program, format_instr
 from qgpu.protocol.vocabulary import frame, name, part_frame
 
@@ -25,6 +25,7 @@ class Launch:
     memory: list[int]  # initial global memory, GLOBAL_WORDS words
     allocations: list[tuple[int, int]]  # (byte address, bytes) of every argument array
     shared_words: int
+    dynamic_shared: int = 0  # bytes of the launch's dynamic shared memory (in shared_words)
 
     @classmethod
     def checked(cls, program: Program, grid: tuple[int, int], block: tuple[int, int],
@@ -41,7 +42,13 @@ class Launch:
                         f"GPU inside the model has no float unit yet")
         shared = check_launch(program, grid, block, place.params, place.memory, dynamic_shared)
         return cls(program, grid, block, place.params, place.memory, place.allocations,
-                   shared // 4)
+                   shared // 4, dynamic_shared)
+
+    def replay(self, step_limit: int = limits.DEFAULT_STEP_LIMIT) -> MachineRun:
+        """The launch on the reference machine (a fault raises its LaunchError)."""
+        return run_program(self.program, grid=self.grid, block=self.block, params=self.params,
+                           memory=self.memory, dynamic_shared=self.dynamic_shared,
+                           allocations=self.allocations, step_limit=step_limit)
 
 
 class Placed(Protocol):

@@ -4,11 +4,13 @@ reference interpreter's trace — the yardstick of ``--check`` and of the token 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 
 from qgpu.errors import LaunchError, UsageError
 from qgpu.machine import limits, rom
-from qgpu.machine.interp import EXITED, TraceRecord
+from qgpu.machine.interp import EXITED, MachineRun, TraceRecord
 from qgpu.machine.isa import ATOMIC_OPS, Block, Term, TermKind
+from qgpu.machine.races import Race
 from qgpu.protocol.prompt import Launch
 from qgpu.protocol.vocabulary import FAULTS, LANE_ALL, frame, memory_row, name
 
@@ -186,3 +188,29 @@ def fault_tokens(launch: Launch, error: LaunchError) -> list[str]:
         raise UsageError(f"the fault is at {error.block}, the schedule runs {nxt}")
     _, block, warp, mask = error.block
     return out + [exec_token(block, warp, mask), name(f"fault:{error.fault}")]
+
+
+@dataclass(frozen=True)
+class Reference:
+    """What the reference machine makes of a launch: the yardstick of ``--check``.
+
+    ``tokens`` are what the model must generate (ending in END, or in the fault it reports);
+    None when the launch fails in a way the model does not state (then ``error`` says how).
+    ``memory`` is the final global memory, None unless the launch completed."""
+
+    tokens: list[str] | None
+    memory: list[int] | None = None
+    error: LaunchError | None = None
+    run: MachineRun | None = None
+    races: list[Race] = field(default_factory=list)
+
+
+def reference(launch: Launch) -> Reference:
+    """Replay the launch on the reference machine and derive the stream the model must give."""
+    try:
+        run = launch.replay()
+    except LaunchError as e:
+        if e.fault in FAULTS and e.block is not None:
+            return Reference(fault_tokens(launch, e), error=e)
+        return Reference(None, error=e)
+    return Reference(expected_tokens(launch, run.trace), run.memory, run=run, races=run.races)

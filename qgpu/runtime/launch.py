@@ -166,17 +166,16 @@ class _Row:
                                        f"run: {last}")
 
 
-def run_checked(gm: GpuModel, launch: T.Launch, *, dynamic_shared: int = 0,
+def run_checked(gm: GpuModel, launch: T.Launch, *,
                 token_limit: int = DEFAULT_TOKEN_LIMIT) -> ModelRun:
     """``--check`` of one launch (``run_checked_batch``)."""
-    out = run_checked_batch(gm, [launch], dynamic_shared=[dynamic_shared],
-                            token_limit=token_limit)[0]
+    out = run_checked_batch(gm, [launch], token_limit=token_limit)[0]
     if isinstance(out, LaunchError):
         raise out
     return out
 
 
-def run_checked_batch(gm: GpuModel, launches: list[T.Launch], *, dynamic_shared: list[int],
+def run_checked_batch(gm: GpuModel, launches: list[T.Launch], *,
                       token_limit: int = DEFAULT_TOKEN_LIMIT, layers: bool = True) \
         -> list[ModelRun | LaunchError]:
     """``--check``: the reference interpreter runs each launch first; the model's run must give
@@ -186,25 +185,13 @@ def run_checked_batch(gm: GpuModel, launches: list[T.Launch], *, dynamic_shared:
     the evaluator costs ~20 ms of one CPU core per token and launch). Each stops at the first
     token or layer that differs and says where (a ModelRun with exact False); a launch the
     interpreter rejects gives its error."""
-    from qgpu.machine.interp import run_program
-
-    expected: list[list[str]] = []
-    wants: list[list[int] | None] = []
-    races: list[list[Race]] = []
-    for launch, shared in zip(launches, dynamic_shared, strict=True):
-        try:
-            ref = run_program(launch.program, grid=launch.grid, block=launch.block,
-                              params=launch.params, memory=launch.memory,
-                              dynamic_shared=shared, allocations=launch.allocations)
-            expected.append(T.expected_tokens(launch, ref.trace))
-            wants.append(ref.memory)
-            races.append(ref.races)
-        except LaunchError as e:
-            if e.fault not in T.FAULTS:
-                raise
-            expected.append(T.fault_tokens(launch, e))
-            wants.append(None)
-            races.append([])
+    refs = [T.reference(launch) for launch in launches]
+    for ref in refs:
+        if ref.tokens is None:
+            raise ref.error
+    expected: list[list[str]] = [ref.tokens for ref in refs]
+    wants = [ref.memory for ref in refs]
+    races = [ref.races for ref in refs]
     runs = run_batch(gm, launches, token_limit=token_limit, expected=expected,
                      check_layers=layers)
     out: list[ModelRun | LaunchError] = []

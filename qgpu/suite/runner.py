@@ -206,9 +206,7 @@ def _run_group(gpu, checked: bool, names: list[str]) -> list[tuple]:
     kernels = [by_name(n) for n in names]
     launches = [suite_launch(k) for k in kernels]
     try:
-        outs = run_checked_batch(gpu, [launch for _, _, launch in launches],
-                                 dynamic_shared=[k.dynamic_shared for k in kernels],
-                                 layers=checked)
+        outs = run_checked_batch(gpu, [launch for _, _, launch in launches], layers=checked)
     except QgpuError as e:
         outs = [e] * len(kernels)
     rows = []

@@ -177,16 +177,9 @@ def prepare(seed: int, index: int, rejected: Rejections, size: Size = NORMAL,
 def model_tokens(case: Case) -> int:
     """Generated tokens of the machine's stream for a case (0 when the machine erred)."""
     from qgpu import protocol as T
-    from qgpu.machine.interp import run_program
 
-    launch = _launch(case.program, case.kernel)
-    try:
-        ref = run_program(launch.program, grid=launch.grid, block=launch.block,
-                          params=launch.params, memory=launch.memory,
-                          allocations=launch.allocations)
-    except QgpuError:
-        return 0
-    return len(T.expected_tokens(launch, ref.trace))
+    ref = T.reference(_launch(case.program, case.kernel))
+    return 0 if ref.error is not None else len(ref.tokens)
 
 
 def _launch(p: Program, kernel: Kernel):
@@ -205,7 +198,7 @@ def run_model(gpu: Any, cases: list[Case]) -> None:
 
     launches = [_launch(c.program, c.kernel) for c in cases]
     try:
-        runs = run_checked_batch(gpu, launches, dynamic_shared=[0] * len(cases), layers=False)
+        runs = run_checked_batch(gpu, launches, layers=False)
     except QgpuError as e:
         runs = [e] * len(cases)
     for c, run in zip(cases, runs, strict=True):
