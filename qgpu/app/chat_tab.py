@@ -40,8 +40,8 @@ from qgpu.driver import SUITE_DIR
 from qgpu.errors import QgpuError, UsageError
 
 if TYPE_CHECKING:
+    from qgpu.app.cuda_tab import CudaTab
     from qgpu.app.host import ModelHost
-    from qgpu.app.page import CudaTab
     from qgpu.chat.generate import Generator
     from qgpu.chat.tools import ToolResult
 

@@ -4,16 +4,13 @@ values (``CircuitReference``, ``LayerCheck``)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from pathlib import Path
 
 import numpy as np
 import torch
 
 from qgpu import protocol as T
 from qgpu.errors import LaunchError, UsageError
-
-if TYPE_CHECKING:
-    from qgpu.runtime.checkpoint import GpuModel
 
 
 class Divergence(LaunchError):
@@ -39,14 +36,17 @@ class CircuitReference:
     reference semantics) and, per circuit layer, the features settled there — every writer has
     run and the dims are not cleared yet — with their residual dims and carrier offsets."""
 
-    def __init__(self, gm: GpuModel) -> None:
+    def __init__(self, config: dict, banks: dict[str, tuple[int, int]], circuit_layers: int,
+                 path: Path) -> None:
+        """`config`: the merged model's (its layer shapes); `banks` and `circuit_layers`: what
+        the build recorded, which must be what this qgpu's circuit compiles to."""
         from qgpu.circuits.gpu.compiled import gpu_schedule
         from qgpu.compiler.evaluate import flat_offsets
         from qgpu.compiler.schedule import LayerShape
 
-        sched = gpu_schedule(LayerShape.from_config(gm.config))
-        if sched.heads != gm.banks or sched.layers != gm.circuit_layers:
-            raise UsageError(f"{gm.path} was built from another version of the GPU circuit "
+        sched = gpu_schedule(LayerShape.from_config(config))
+        if sched.heads != banks or sched.layers != circuit_layers:
+            raise UsageError(f"{path} was built from another version of the GPU circuit "
                              "than this qgpu's: rebuild it (python -m qgpu build)")
         g = self.graph = sched.graph  # the graph the build compiled (packing.py rewrote it)
         done = sched.ready

@@ -9,10 +9,8 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Protocol
 
 import torch
 from transformers import AutoModelForCausalLM
@@ -24,25 +22,8 @@ from qgpu.machine import limits
 from qgpu.model.merge import METADATA_FILE
 from qgpu.runtime.check import CircuitReference
 from qgpu.runtime.engine import Engine, EngineSession
+from qgpu.runtime.session import OnLayer, Session
 from qgpu.runtime.stock import StockSession
-
-OnLayer = Callable[[int, int, torch.Tensor], None]
-"""on_layer(layer, row, hidden): circuit layer `layer`'s output on the circuit dims
-([tokens, K]) for the tokens sequence `row` read in this pass (layer checks)."""
-
-
-class Session(Protocol):
-    """A batch of launch sequences on one engine: the prompts, then one token per running row
-    per step; each returns every row's greedy choice (a token id of the whole vocabulary)."""
-
-    def prefill(self, prompts: list[list[int]], on_layer: OnLayer | None = None) \
-            -> list[int]: ...
-
-    def step(self, ids: list[int | None], on_layer: OnLayer | None = None) -> list[int]: ...
-
-    def head(self, layer: int, head: int, batch: int) -> torch.Tensor:
-        """The [dk, dv] recurrent state of GDN head `head` of layer `layer`, sequence `batch`."""
-        ...
 
 
 class Turns:
@@ -207,15 +188,18 @@ class GpuModel:
     def session(self) -> Session:
         """A new batch of launch sequences on this model's engine; its steps take turns with
         every other session's on this model (and its with_engine copies): ``Turns``."""
-        session = StockSession(self) if self.engine == "stock" else \
-            EngineSession(self.sparse, native=self.native)
+        if self.engine == "stock":
+            session: Session = StockSession(self.model, self.d_base, self.circuit_layers)
+        else:
+            session = EngineSession(self.sparse, native=self.native)
         return _TakingTurns(session, self._loaded.setdefault("turns", Turns()))
 
     @property
     def reference(self) -> CircuitReference:
         """The circuit's reference semantics for layer checks (scheduled once, when asked)."""
         if "reference" not in self._loaded:
-            self._loaded["reference"] = CircuitReference(self)
+            self._loaded["reference"] = CircuitReference(self.config, self.banks,
+                                                         self.circuit_layers, self.path)
         return self._loaded["reference"]
 
     def bank_rows(self, states: Session, bank: str, rows: int, width: int, batch: int = 0) \

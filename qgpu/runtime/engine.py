@@ -29,13 +29,14 @@ by the checkpoint's files.
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import json
+import threading
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
@@ -45,10 +46,8 @@ from transformers.models.qwen3_5.modeling_qwen3_5 import torch_chunk_gated_delta
 
 from qgpu.cache import default_cache_dir, mark_used
 from qgpu.model.merge import tensor_files
-from qgpu.runtime.engine_native import NativeStep, library
-
-if TYPE_CHECKING:
-    from qgpu.runtime.checkpoint import OnLayer
+from qgpu.runtime.engine_native import CscMatrix, LayerStruct, ModelStruct, P, library
+from qgpu.runtime.session import OnLayer
 
 FORMAT = 4
 """Bump when the cached sparse form changes."""
@@ -607,3 +606,90 @@ def _derive(merged: Path, meta: dict) -> tuple[dict[str, torch.Tensor], dict]:
     shape = {"dk": dk, "dv": dv, "taps": config["linear_conv_kernel_dim"],
              "eps": config["rms_norm_eps"]}
     return out, shape
+
+
+class NativeStep:
+    """An engine's decode step bound to the compiled library (CPU, float32 or bfloat16)."""
+
+    def __init__(self, lib: ctypes.CDLL, engine: Engine, pack: bool = True) -> None:
+        """Bind `engine`'s tensors (`pack` False keeps every matrix's rows and values apart,
+        the form a matrix that cannot be packed takes)."""
+        self.lib, self.engine, self.pack = lib, engine, pack
+        self.tensors: list[torch.Tensor] = []  # what the C structs point into
+        self._work = threading.local()  # a scratch buffer per thread
+        layers = (LayerStruct * len(engine.layers))()
+        for slot, layer in zip(layers, engine.layers, strict=True):
+            slot.heads, slot.channels = len(layer.heads), layer.channels
+            slot.mixing, slot.neurons = len(layer.mixing), layer.neurons
+            slot.input_scale, slot.post_scale = self._ptr(layer.input_scale), \
+                self._ptr(layer.post_scale)
+            for name in ("proj", "out", "gate_up", "down"):
+                setattr(slot, name, self._columns(getattr(layer, name).by_columns()))
+            slot.mix_rows = self._ptr(layer.mixing.int())
+            slot.taps = self._ptr(layer.conv)
+            slot.decay = self._ptr(None if layer.decay is None else layer.decay.flatten())
+            slot.norm_weight = self._ptr(layer.norm_weight.float())
+        self._layers = layers
+        m = ModelStruct(layers=len(engine.layers), dims=engine.embed_base.numel(), dk=engine.dk,
+                   dv=engine.dv, taps=engine.taps, bf16=int(engine.dtype == torch.bfloat16),
+                   first_id=engine.first_id, vocab=engine.select_rows.shape[1],
+                   diffs=engine.embed_cols.shape[1], selected=engine.select_rows.shape[0],
+                   eps=engine.eps, width=float(engine.width), q_scale=1 / engine.dk ** 0.5)
+        m.layer = layers
+        m.embed_base, m.embed_cols = self._ptr(engine.embed_base), self._ptr(engine.embed_cols)
+        m.embed_vals, m.select_dims = self._ptr(engine.embed_vals), \
+            self._ptr(engine.select_dims)
+        m.select_scale = self._ptr(engine.select_scale)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "sparse CSR support is in beta"
+            m.select = self._columns(engine.select_rows.to_sparse_csr())  # of [vocab, dims]
+        self.model = m
+
+    def _ptr(self, t: torch.Tensor | None) -> int | None:
+        if t is None:
+            return None
+        t = t.contiguous()
+        self.tensors.append(t)
+        return t.data_ptr()
+
+    def _compressed(self, m: torch.Tensor, shape: tuple[int, int], bound: int) -> CscMatrix:
+        """A CSR tensor's pointers and entries (their indices below `bound`) as the C struct
+        with `shape` (rows, cols); packed (index << 16 | bfloat16 bits, 4 bytes an entry) where
+        every value is exact in bfloat16 and `bound` is at most 65,536."""
+        ptr, idx, values = m.crow_indices().int(), m.col_indices(), m.values().float()
+        halves = values.to(torch.bfloat16)
+        if self.pack and bound <= 1 << 16 and torch.equal(halves.float(), values):
+            packed = (idx.long() << 16) | (halves.view(torch.int16).long() & 0xFFFF)
+            packed = torch.where(packed >= 1 << 31, packed - (1 << 32), packed)  # as uint32
+            return CscMatrix(self._ptr(ptr), self._ptr(packed.int()), None, None, *shape)
+        return CscMatrix(self._ptr(ptr), None, self._ptr(idx.int()), self._ptr(values), *shape)
+
+    def _columns(self, by_columns: torch.Tensor) -> CscMatrix:
+        """A matrix by its columns, given as the CSR of its transpose ([in, out])."""
+        inputs, outputs = by_columns.shape
+        return self._compressed(by_columns, (outputs, inputs), bound=outputs)
+
+    def step(self, ids: list[int], state: EngineState,
+             on_layer: Callable[[int, torch.Tensor], None] | None = None) -> list[int]:
+        """One token per sequence through every circuit layer, the state updated in place:
+        each sequence's greedy choice. `on_layer(i, h)` sees layer i's output ([dims, B], the
+        model dtype) once the step is done, as Engine.forward's hook does."""
+        B = len(ids)
+        need = int(self.lib.qgpu_step_work(self.model, B))
+        work = getattr(self._work, "buffer", None)
+        if work is None or work.numel() < need:
+            work = self._work.buffer = torch.empty(need)
+        for states in (state.conv, state.recurrent):  # float32 [.., B, ..], as the C step reads
+            for i, t in enumerate(states):
+                if t.dtype != torch.float32 or not t.is_contiguous():
+                    states[i] = t.float().contiguous()
+        conv = (P * len(state.conv))(*(t.data_ptr() for t in state.conv))
+        rec = (P * len(state.recurrent))(*(t.data_ptr() for t in state.recurrent))
+        chosen = (ctypes.c_int64 * B)()
+        outputs = None if on_layer is None else torch.empty(self.model.layers, self.model.dims, B)
+        self.lib.qgpu_step(self.model, (ctypes.c_int64 * B)(*ids), B, conv, rec, chosen,
+                           None if outputs is None else outputs.data_ptr(), work.data_ptr())
+        if outputs is not None:
+            for i, h in enumerate(outputs.to(self.engine.dtype)):
+                on_layer(i, h)
+        return list(chosen)

@@ -4,13 +4,10 @@ them — the prompts left-padded and masked, then one decode step for every sequ
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import torch
 from transformers.cache_utils import DynamicCache
 
-if TYPE_CHECKING:
-    from qgpu.runtime.checkpoint import GpuModel, OnLayer
+from qgpu.runtime.session import OnLayer
 
 PAD_ID = 0
 """The token id left-padding a batch's shorter prompts (masked: any id would do)."""
@@ -19,8 +16,10 @@ class StockSession:
     """One batch on the stock model. Rows keep stepping after they finish (with their last
     token): the padded batch cannot shrink."""
 
-    def __init__(self, gm: GpuModel) -> None:
-        self.gm, self.model = gm, gm.model
+    def __init__(self, model: torch.nn.Module, d_base: int, circuit_layers: int) -> None:
+        """`model`: the merged checkpoint in transformers; its first `d_base` residual dims are
+        the base model's, its last `circuit_layers` layers the circuit's."""
+        self.model, self.d_base, self.circuit_layers = model, d_base, circuit_layers
         self.cache = DynamicCache(config=self.model.config)
         self.mask: torch.Tensor | None = None
         self.last: list[int] = []
@@ -44,10 +43,10 @@ class StockSession:
 
     def _forward(self, ids: list[list[int]], lengths: list[int],
                  on_layer: OnLayer | None) -> list[int]:
-        width, d_base = len(ids[0]), self.gm.d_base
+        width, d_base = len(ids[0]), self.d_base
         hooks = []
         if on_layer is not None:
-            for i in range(self.gm.circuit_layers):
+            for i in range(self.circuit_layers):
                 def hook(module: torch.nn.Module, args: tuple, out: torch.Tensor,
                          layer: int = i) -> None:
                     for b, n in enumerate(lengths):

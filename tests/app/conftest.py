@@ -19,7 +19,7 @@ def host(gpu) -> ModelHost:
 
 @pytest.fixture(scope="session")
 def tab(host):
-    from qgpu.app.page import CudaTab
+    from qgpu.app.cuda_tab import CudaTab
 
     return CudaTab(host)
 

@@ -18,7 +18,7 @@ import pytest
 
 from qgpu.app import chat_tab as C
 from qgpu.app.chat_tab import ChatSession, ChatTab
-from qgpu.app.page import CudaTab
+from qgpu.app.cuda_tab import CudaTab
 from qgpu.chat.generate import ScriptedModel
 
 from .conftest import DOT_TURNS, run_to_end, tool_call

@@ -15,7 +15,7 @@ import pytest
 from qgpu.app.launches import Prepared, Request, execute, prepare
 from qgpu.errors import ResourceError
 
-from .test_page import example
+from .test_cuda_tab import example
 
 DOT = open("kernels/dot.cu").read()
 pytestmark = pytest.mark.slow

@@ -26,7 +26,7 @@ from qgpu.runtime import (
     run_launch,
 )
 from qgpu.runtime import engine as engine_module
-from qgpu.runtime.engine_native import NativeStep
+from qgpu.runtime.engine import NativeStep
 from qgpu.suite import runner
 from qgpu.suite.runner import by_name
 

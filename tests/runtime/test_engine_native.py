@@ -6,8 +6,8 @@ weight changes it: tests/runtime/test_engine.py.)"""
 from dataclasses import replace
 
 from qgpu.runtime import ModelRun, engine_native, run_batch
-from qgpu.runtime.engine import Engine
-from qgpu.runtime.engine_native import NativeStep, library
+from qgpu.runtime.engine import Engine, NativeStep
+from qgpu.runtime.engine_native import library
 from qgpu.suite import runner
 from qgpu.suite.runner import by_name
 

@@ -10,8 +10,8 @@ import threading
 import time
 
 from qgpu.app import views
+from qgpu.app.cuda_tab import CudaTab
 from qgpu.app.examples import EXAMPLES
-from qgpu.app.page import CudaTab
 from qgpu.app.recording import Recording
 
 from .conftest import run_to_end
@@ -126,12 +126,12 @@ def test_scrubbing_and_play(tab, dot_run) -> None:
 
 
 def test_a_bug_of_ours_is_a_panel_too(tab, monkeypatch) -> None:
-    from qgpu.app import page
+    from qgpu.app import cuda_tab
 
     def broken(*args, **kwargs):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(page, "prepare", broken)
+    monkeypatch.setattr(cuda_tab, "prepare", broken)
     out = run_to_end(tab, example("dot"))
     assert "Internal error" in out[-1][RESULT] and "RuntimeError: boom" in out[-1][RESULT]
     assert out[-1][JSON] == {"error": {"kind": "internal", "message": "RuntimeError: boom"}}
