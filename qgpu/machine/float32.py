@@ -134,9 +134,9 @@ def round_value(sign: int, m: int, e: int, rnd: Round = Round.RN, ftz: bool = Fa
     return sign << 31 | biased << 23 | (keep & FRACTION)
 
 
-def _finish(w: int, ftz: bool, sat: bool) -> int:
-    if ftz:
-        w = flush(w)
+def _finish(w: int, sat: bool) -> int:
+    """``.sat`` on a result (``.ftz`` flushed it already: round_value does for a subnormal
+    result, every other result is an operand flushed on the way in, a zero or a special)."""
     if sat:
         if is_nan(w) or w & SIGN:
             return 0
@@ -152,31 +152,31 @@ def fma(a: int, b: int, c: int | None, rnd: Round = Round.RN, ftz: bool = False,
         a, b = flush(a), flush(b)
         c = None if c is None else flush(c)
     if is_nan(a) or is_nan(b) or (c is not None and is_nan(c)):
-        return _finish(CANONICAL_NAN, ftz, sat)
+        return _finish(CANONICAL_NAN, sat)
     ps = (a ^ b) >> 31
     if is_inf(a) or is_inf(b):
         if is_zero(a) or is_zero(b):
-            return _finish(CANONICAL_NAN, ftz, sat)
+            return _finish(CANONICAL_NAN, sat)
         if c is not None and is_inf(c) and c >> 31 != ps:
-            return _finish(CANONICAL_NAN, ftz, sat)
-        return _finish(ps << 31 | INF, ftz, sat)
+            return _finish(CANONICAL_NAN, sat)
+        return _finish(ps << 31 | INF, sat)
     if c is not None and is_inf(c):
-        return _finish(c, ftz, sat)
+        return _finish(c, sat)
     _, ma, ea = _parts(a)
     _, mb, eb = _parts(b)
     mp, ep = ma * mb, ea + eb
     if c is None:
-        return _finish(round_value(ps, mp, ep, rnd, ftz), ftz, sat)
+        return _finish(round_value(ps, mp, ep, rnd, ftz), sat)
     sc, mc, ec = _parts(c)
     if mp == 0 and mc == 0:  # zero plus zero: its sign by IEEE's rule
         zs = (ps | sc) if rnd == Round.RM else (ps & sc)
-        return _finish(zs << 31, ftz, sat)
+        return _finish(zs << 31, sat)
     e = min(ep, ec)
     total = (-mp if ps else mp) << (ep - e)
     total += (-mc if sc else mc) << (ec - e)
     if total == 0:  # exact cancellation: +0, or -0 rounding down
-        return _finish(SIGN if rnd == Round.RM else 0, ftz, sat)
-    return _finish(round_value(int(total < 0), abs(total), e, rnd, ftz), ftz, sat)
+        return _finish(SIGN if rnd == Round.RM else 0, sat)
+    return _finish(round_value(int(total < 0), abs(total), e, rnd, ftz), sat)
 
 
 def add(a: int, b: int, rnd: Round = Round.RN, ftz: bool = False, sat: bool = False) -> int:

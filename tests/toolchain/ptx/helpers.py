@@ -101,6 +101,7 @@ def entry(body: str, params: str = ".param .u64 k_param_0", decls: str = "") -> 
 
 _ALU = """
     .reg .pred %p<8>;
+    .reg .f32 %f<16>;
     .reg .b16 %rs<8>;
     .reg .b32 %r<32>;
     .reg .b64 %rd<32>;
@@ -111,10 +112,13 @@ _ALU = """
     mov.u32 %r1, %tid.x;
     mul.wide.u32 %rd5, %r1, 4;
     add.s64 %rd6, %rd1, %rd5;
+    ld.global.f32 %f1, [%rd6];
     ld.global.u32 %r2, [%rd6];
     add.s64 %rd7, %rd2, %rd5;
+    ld.global.f32 %f2, [%rd7];
     ld.global.u32 %r3, [%rd7];
     add.s64 %rd8, %rd3, %rd5;
+    ld.global.f32 %f3, [%rd8];
     ld.global.u32 %r4, [%rd8];
     mul.wide.u32 %rd9, %r1, 16;
     add.s64 %rd10, %rd4, %rd9;
@@ -131,18 +135,25 @@ _ALU = """
 """
 
 
-def alu(lines: str, a: list[int], b: list[int] | None = None,
-        c: list[int] | None = None) -> list[tuple[int, ...]]:
-    """Run ``lines`` for thread t with %r2 = a[t], %r3 = b[t], %r4 = c[t] (t = %r1);
-    return (%r10, %r11, %r12, %r13) of every thread."""
-    n = len(a)
-    mem = Memory()
-    pa = mem.array(a)
-    pb = mem.array(b or [0] * n)
-    pc = mem.array(c or [0] * n)
-    out = mem.array(4 * n)
+@functools.cache
+def _alu_module(lines: str) -> Module:
     params = ", ".join(f".param .u64 k_param_{i}" for i in range(4))
-    m = parse_module(entry(_ALU.replace("{lines}", lines), params))
-    run = launch(m, "k", [pa, pb, pc, out], mem, block=(n, 1))
-    words = read(run, out, 4 * n)
-    return [tuple(words[4 * t : 4 * t + 4]) for t in range(n)]
+    return parse_module(entry(_ALU.replace("{lines}", lines), params))
+
+
+def alu(lines: str, a: list[int], b: list[int] | None = None,
+        c: list[int] | None = None) -> list[tuple[int, int, int, int]]:
+    """Run ``lines`` for thread t with %f1/%r2 = a[t], %f2/%r3 = b[t], %f3/%r4 = c[t] (words);
+    the results are %r10..%r13 of every thread, as ``read`` gives them (16 threads a launch)."""
+    out: list[tuple[int, int, int, int]] = []
+    for start in range(0, len(a), 16):
+        chunk = [xs[start:start + 16] if xs is not None else [0] * len(a[start:start + 16])
+                 for xs in (a, b, c)]
+        n = len(chunk[0])
+        mem = Memory()
+        ptrs = [mem.array(list(xs)) for xs in chunk]
+        dst = mem.array(4 * n)
+        result = launch(_alu_module(lines), "k", [*ptrs, dst], mem, block=(n, 1))
+        got = read(result, dst, 4 * n)
+        out += [tuple(got[4 * t:4 * t + 4]) for t in range(n)]  # type: ignore[misc]
+    return out

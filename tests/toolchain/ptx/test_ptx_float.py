@@ -30,7 +30,7 @@ from qgpu.toolchain.ptx.globals import global_layout
 from qgpu.toolchain.ptx.interp import find_kernel
 from qgpu.toolchain.ptx.parser import parse_module
 
-from .helpers import Memory, entry, launch, read
+from .helpers import Memory, alu, entry, launch, read
 
 CANON = F.CANONICAL_NAN
 SIGN = 0x8000_0000
@@ -111,64 +111,10 @@ def pairs(xs: list[int], ys: list[int] | None = None) -> list[tuple[int, int]]:
 
 
 # -- the harness -------------------------------------------------------------------------------
-_BODY = """
-    .reg .pred %p<8>;
-    .reg .f32 %f<16>;
-    .reg .b16 %rs<8>;
-    .reg .b32 %r<32>;
-    .reg .b64 %rd<32>;
-    ld.param.u64 %rd1, [k_param_0];
-    ld.param.u64 %rd2, [k_param_1];
-    ld.param.u64 %rd3, [k_param_2];
-    ld.param.u64 %rd4, [k_param_3];
-    mov.u32 %r1, %tid.x;
-    mul.wide.u32 %rd5, %r1, 4;
-    add.s64 %rd6, %rd1, %rd5;
-    ld.global.f32 %f1, [%rd6];
-    ld.global.u32 %r2, [%rd6];
-    add.s64 %rd7, %rd2, %rd5;
-    ld.global.f32 %f2, [%rd7];
-    ld.global.u32 %r3, [%rd7];
-    add.s64 %rd8, %rd3, %rd5;
-    ld.global.f32 %f3, [%rd8];
-    ld.global.u32 %r4, [%rd8];
-    mul.wide.u32 %rd9, %r1, 16;
-    add.s64 %rd10, %rd4, %rd9;
-    mov.u32 %r10, 0;
-    mov.u32 %r11, 0;
-    mov.u32 %r12, 0;
-    mov.u32 %r13, 0;
-{lines}
-    st.global.u32 [%rd10], %r10;
-    st.global.u32 [%rd10+4], %r11;
-    st.global.u32 [%rd10+8], %r12;
-    st.global.u32 [%rd10+12], %r13;
-    ret;
-"""
-
-
-@functools.cache
-def _module(lines: str) -> Module:
-    params = ", ".join(f".param .u64 k_param_{i}" for i in range(4))
-    return parse_module(entry(_BODY.replace("{lines}", lines), params))
-
-
 def run(lines: str, a: list[int], b: list[int] | None = None,
-        c: list[int] | None = None) -> list[tuple[int, int, int, int]]:
-    """Run ``lines`` for thread t with %f1/%r2 = a[t], %f2/%r3 = b[t], %f3/%r4 = c[t] (words);
-    the results are %r10..%r13 of every thread, as unsigned words (16 threads a launch)."""
-    out: list[tuple[int, int, int, int]] = []
-    for start in range(0, len(a), 16):
-        chunk = [xs[start:start + 16] if xs is not None else [0] * len(a[start:start + 16])
-                 for xs in (a, b, c)]
-        n = len(chunk[0])
-        mem = Memory()
-        ptrs = [mem.array(list(xs)) for xs in chunk]
-        dst = mem.array(4 * n)
-        result = launch(_module(lines), "k", [*ptrs, dst], mem, block=(n, 1))
-        got = [v & 0xFFFFFFFF for v in read(result, dst, 4 * n)]
-        out += [tuple(got[4 * t:4 * t + 4]) for t in range(n)]  # type: ignore[misc]
-    return out
+        c: list[int] | None = None) -> list[tuple[int, ...]]:
+    """``alu`` with the results as unsigned words."""
+    return [tuple(v & 0xFFFFFFFF for v in r) for r in alu(lines, a, b, c)]
 
 
 def first(lines: str, a: list[int], b: list[int] | None = None,

@@ -16,14 +16,11 @@ from qgpu.machine.isa import (
     FTZ,
     I2F_SIGNED,
     SAT,
-    Atom,
     Cmp,
     Op,
     PredOp,
     Space,
-    TermKind,
 )
-from qgpu.toolchain.lower.ir import VTerm
 from qgpu.toolchain.lower.select.core import Kind, _s32, type_bits
 from qgpu.toolchain.ptx.ast import Imm, Instr, Pair
 
@@ -243,11 +240,9 @@ class Floats:
         self.float_atomic(ins, None)
 
     def float_atomic(self, ins: Instr, dst: object) -> None:
-        """``atom.add.f32`` (and ``red``): a compare-and-swap loop — read the word, add (to
-        nearest, subnormals flushed, as PTX defines it), swap the sum in where the word is
-        still what was read, else retry with what was there. Lanes apply atomics in lane
-        order, so each lane's swap sees the lanes before it; the loop ends with the value the
-        successful swap replaced, which ``atom`` returns."""
+        """``atom.add.f32`` (and ``red``): a compare-and-swap loop (``cas_loop``) adding to
+        nearest with subnormals flushed, as PTX defines it; ``atom`` returns the value the
+        successful swap replaced."""
         if "add" not in ins.mods:
             raise self.fail(f"`{ins.opcode}` on .f32 supports only add")
         space = self.space(ins)
@@ -256,19 +251,8 @@ class Floats:
         a = self.tmp(Op.ADD, base, imm=off)
         v = self.reg_in(ops[1])
         mod = Space.GLOBAL if space == "global" else Space.SHARED
-        old = self.new_vreg()  # not the destination: it may be the value's own register
-        self.emit(Op.LD, old, a, mod=mod)
-        loop, check, done = (self.new_block(f"fatom_{n}") for n in ("loop", "check", "done"))
-        self.set_term(VTerm(TermKind.JMP, loop))
-        self.switch(loop)
-        new = self.tmp(Op.FADD, old, v, mod=Round.RN | FTZ)
-        got = self.new_vreg()
-        self.emit(Op.ATOMG if mod == Space.GLOBAL else Op.ATOMS, got, a, old, new, mod=Atom.CAS)
-        self.set_term(VTerm(TermKind.JMP, check))  # an atomic's result is read a block later
-        self.switch(check)
-        retry = self.pred_tmp(Cmp.NE, got, old)
-        self.emit(Op.ADD, old, got)
-        self.set_term(VTerm(TermKind.BRA, loop, done, retry))
-        self.switch(done)
+        # `old` is a fresh vreg, not the destination: that may be the value's own register
+        old = self.cas_loop(a, mod, lambda w: self.tmp(Op.FADD, w, v, mod=Round.RN | FTZ),
+                            "fatom")
         if dst is not None:
             self.emit(Op.ADD, self.dest(dst), old)

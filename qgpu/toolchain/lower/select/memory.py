@@ -7,6 +7,8 @@ spaces, alignment and the address model are this family's concern alone.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from qgpu.machine import limits
 from qgpu.machine.isa import INDEX_UNSIGNED, INDEXED, Atom, Cmp, Op, Shfl, Space, TermKind
 from qgpu.toolchain.lower.ir import ZERO, VTerm
@@ -268,20 +270,29 @@ class Memory:
         ones = self.tmp(Op.ADD, ZERO, imm=(1 << 8 * size) - 1)
         keep = self.tmp(Op.NOT, self.tmp(Op.SHL, ones, shift))
         put = self.tmp(Op.SHL, self.tmp(Op.AND, value, ones), shift)
+        self.cas_loop(wa, mod, lambda old: self.tmp(Op.OR, self.tmp(Op.AND, old, keep), put),
+                      "merge")
+
+    def cas_loop(self, a: int, mod: int, update: Callable[[int], int], label: str) -> int:
+        """Replace the word at a (Space `mod`) by update(word) atomically: read it, swap the
+        update in where the word is still what was read, else retry with what was there.
+        Lanes apply atomics in lane order, so each lane's swap sees the lanes before it.
+        Returns the vreg holding the value the successful swap replaced."""
         old = self.new_vreg()
-        self.emit(Op.LD, old, wa, mod=mod)
-        loop, check, done = (self.new_block(f"merge_{n}") for n in ("loop", "check", "done"))
+        self.emit(Op.LD, old, a, mod=mod)
+        loop, check, done = (self.new_block(f"{label}_{n}") for n in ("loop", "check", "done"))
         self.set_term(VTerm(TermKind.JMP, loop))
         self.switch(loop)
-        new = self.tmp(Op.OR, self.tmp(Op.AND, old, keep), put)
+        new = update(old)
         got = self.new_vreg()
-        self.emit(Op.ATOMG if mod == Space.GLOBAL else Op.ATOMS, got, wa, old, new, mod=Atom.CAS)
+        self.emit(Op.ATOMG if mod == Space.GLOBAL else Op.ATOMS, got, a, old, new, mod=Atom.CAS)
         self.set_term(VTerm(TermKind.JMP, check))  # an atomic's result is read a block later
         self.switch(check)
         retry = self.pred_tmp(Cmp.NE, got, old)
         self.emit(Op.ADD, old, got)
         self.set_term(VTerm(TermKind.BRA, loop, done, retry))
         self.switch(done)
+        return old
 
     def op_atom(self, ins: Instr) -> None:
         self.atomic(ins, ins.operands[0], ins.operands[1:])
