@@ -277,9 +277,9 @@ class Integer:
             return
         k = self.constant(amt)
         if k is None:
-            raise self.fail("64-bit shift of a value with an unknown high half by a variable "
-                            "amount is not supported")
-        lo, _ = self.shift64("shr", arith, *self.pair_of(src), k & MASK32)
+            lo, _ = self.shift64_by("shr", arith, *self.pair_of(src), self.reg_in(amt))
+        else:
+            lo, _ = self.shift64("shr", arith, *self.pair_of(src), k & MASK32)
         self.emit(Op.ADD, d, lo)
 
     def op_shf(self, ins: Instr) -> None:

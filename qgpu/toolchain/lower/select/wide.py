@@ -86,7 +86,14 @@ class Wide:
                 hi = self.tmp(Op.SRA, lo, imm=31) if signed else ZERO
             self.emit(Op.ADD, self.pair_of(dst)[1], hi)
             return
-        if o not in RING_64 or (o == "mul" and "lo" not in m) or o == "cvt" and type_bits(t) != 64:
+        if o == "bfi" and type_bits(t) == 64:
+            lo, hi = self.insert64(ins)
+            dlo, dhi = self.pair_of(dst)
+            self.emit(Op.ADD, dlo, lo)
+            self.emit(Op.ADD, dhi, hi)
+            return
+        if o not in RING_64 or (o == "mul" and not {"lo", "hi"} & set(m)) \
+                or o == "cvt" and type_bits(t) != 64:
             raise self.fail(f"64-bit `{o}` whose high half is needed later is not supported")
         if o in ("mov", "cvta", "cvt"):
             lo, hi = self.pair_of(ops[1])
@@ -98,6 +105,9 @@ class Wide:
                 self.pred_tmp(Cmp.LO, alo, blo)
             hi = self.tmp(op, ahi, bhi)
             self.emit(op, hi, hi, imm=1, bi=True).guard = (carry, False)
+        elif o == "mul" and "hi" in m:
+            lo, hi = self.mul_high64(t.startswith("s"), self.pair_of(ops[1]),
+                                     self.pair_of(ops[2]))
         elif o == "mul":
             (alo, ahi), (blo, bhi) = self.pair_of(ops[1]), self.pair_of(ops[2])
             lo = self.tmp(Op.MUL, alo, blo)
@@ -128,14 +138,85 @@ class Wide:
             hi = self.tmp(Op.SEL, ahi, bhi, c=take_a)
         else:  # shl / shr by a constant
             k = self.constant(ops[2])
-            if k is None:
-                raise self.fail("64-bit shift by a variable amount whose result's high half is "
-                                "needed is not supported")
             alo, ahi = self.pair_of(ops[1])
-            lo, hi = self.shift64(o, t.startswith("s"), alo, ahi, k & 0xFFFFFFFF)
+            if k is None:
+                lo, hi = self.shift64_by(o, t.startswith("s"), alo, ahi, self.reg_in(ops[2]))
+            else:
+                lo, hi = self.shift64(o, t.startswith("s"), alo, ahi, k & 0xFFFFFFFF)
         dlo, dhi = self.pair_of(dst)
         self.emit(Op.ADD, dlo, lo)
         self.emit(Op.ADD, dhi, hi)
+
+    def insert64(self, ins: Instr) -> tuple[int, int]:
+        """``bfi.b64 d, a, b, pos, len`` with constant pos and len (how NVRTC joins two words
+        into a long long): b with bits pos..pos+len-1 taken from a's low bits."""
+        pos, length = self.constant(ins.operands[3]), self.constant(ins.operands[4])
+        if pos is None or length is None:
+            raise self.fail("64-bit `bfi` with a variable field is not supported")
+        pos, length = pos & 0xFF, length & 0xFF  # PTX reads the low 8 bits
+        mask = ((1 << min(length, 64)) - 1) << pos & ((1 << 64) - 1) if pos < 64 else 0
+        (alo, ahi), (blo, bhi) = self.pair_of(ins.operands[1]), self.pair_of(ins.operands[2])
+        slo, shi = self.shift64("shl", False, alo, ahi, min(pos, 64))
+        halves = []
+        for s, b, part in ((slo, blo, mask & 0xFFFF_FFFF), (shi, bhi, mask >> 32)):
+            if part == 0:
+                halves.append(b)
+            elif part == 0xFFFF_FFFF:
+                halves.append(s)
+            else:
+                keep = self.tmp(Op.AND, b, imm=_s32(~part & 0xFFFF_FFFF))
+                halves.append(self.tmp(Op.OR, keep, self.tmp(Op.AND, s, imm=_s32(part))))
+        return halves[0], halves[1]
+
+    def add_counting(self, x: int, y: int, carries: int) -> int:
+        """x + y (32 bits); the register `carries` counts the carry out."""
+        s = self.tmp(Op.ADD, x, y)
+        carry = self.pred_tmp(Cmp.LO, s, x)
+        self.emit(Op.ADD, carries, carries, imm=1, bi=True).guard = (carry, False)
+        return s
+
+    def mul_high64(self, signed: bool, a: tuple[int, int], b: tuple[int, int]) \
+            -> tuple[int, int]:
+        """The high 64 bits of the 128-bit product a * b (``mul.hi.u64/.s64``, what division
+        of a 64-bit value by a constant becomes): the four 32-bit partial products summed by
+        columns with their carries counted; signed, a * b's high half is the unsigned one minus
+        b where a < 0 and minus a where b < 0 (mod 2^64)."""
+        (alo, ahi), (blo, bhi) = a, b
+        c1 = self.tmp(Op.ADD, ZERO, imm=0)  # carries out of column 1 (bits 32..63)
+        col1 = self.add_counting(self.tmp(Op.MULHIU, alo, blo), self.tmp(Op.MUL, alo, bhi), c1)
+        self.add_counting(col1, self.tmp(Op.MUL, ahi, blo), c1)
+        c2 = self.tmp(Op.ADD, ZERO, imm=0)  # carries out of column 2 (bits 64..95)
+        lo = self.add_counting(self.tmp(Op.MULHIU, alo, bhi), c1, c2)
+        lo = self.add_counting(lo, self.tmp(Op.MULHIU, ahi, blo), c2)
+        lo = self.add_counting(lo, self.tmp(Op.MUL, ahi, bhi), c2)
+        hi = self.tmp(Op.ADD, self.tmp(Op.MULHIU, ahi, bhi), c2)  # the product is < 2^128
+        if signed:
+            for (_, xhi), (ylo, yhi) in ((a, b), (b, a)):
+                negative = self.pred_tmp(Cmp.LT, xhi, imm=0)
+                mlo = self.tmp(Op.SEL, ylo, ZERO, c=negative)
+                mhi = self.tmp(Op.SEL, yhi, ZERO, c=negative)
+                borrow = self.pred_tmp(Cmp.LO, lo, mlo)
+                lo = self.tmp(Op.SUB, lo, mlo)
+                hi = self.tmp(Op.SUB, hi, mhi)
+                self.emit(Op.SUB, hi, hi, imm=1, bi=True).guard = (borrow, False)
+        return lo, hi
+
+    def shift64_by(self, o: str, arith: bool, lo: int, hi: int, k: int) -> tuple[int, int]:
+        """Both halves of a 64-bit shift by register k: the within-a-word and the across-words
+        results chosen by k < 32. The machine's shifts clamp amounts of 32 and more as PTX's
+        do (to 0, or the sign), which makes k = 0 and k >= 64 come out right too."""
+        small = self.pred_tmp(Cmp.LO, k, imm=32)
+        rest = self.tmp(Op.SUB, self.tmp(Op.ADD, ZERO, imm=32), k)  # 32 - k
+        beyond = self.tmp(Op.ADD, k, imm=-32)  # k - 32
+        if o == "shl":
+            near_hi = self.tmp(Op.OR, self.tmp(Op.SHL, hi, k), self.tmp(Op.SHR, lo, rest))
+            new_hi = self.tmp(Op.SEL, near_hi, self.tmp(Op.SHL, lo, beyond), c=small)
+            return self.tmp(Op.SHL, lo, k), new_hi  # SHL clamps: 0 from k = 32
+        down = Op.SRA if arith else Op.SHR
+        fill = self.tmp(Op.SRA, hi, imm=31) if arith else ZERO
+        near_lo = self.tmp(Op.OR, self.tmp(Op.SHR, lo, k), self.tmp(Op.SHL, hi, rest))
+        new_lo = self.tmp(Op.SEL, near_lo, self.tmp(down, hi, beyond), c=small)
+        return new_lo, self.tmp(Op.SEL, self.tmp(down, hi, k), fill, c=small)
 
     def shift64(self, o: str, arith: bool, lo: int, hi: int, k: int) -> tuple[int, int]:
         """Both halves of a 64-bit constant shift (amounts >= 64 clamp, as in PTX)."""
