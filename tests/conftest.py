@@ -12,6 +12,35 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("cache")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def bfloat16_convolutions_in_float32():
+    """On a CPU without AVX-512, PyTorch has no bfloat16 kernel for the depthwise conv1d of
+    Qwen3.5's DeltaNet layers and falls back to one small convolution per channel: ~3.5 s per
+    decode step of the tiny base's widened model, 25x the float32 step (CI's machines have only
+    AVX2). There the tests compute a bfloat16 conv1d in float32 and round the result to
+    bfloat16 once — what PyTorch's bfloat16 kernels compute (float32 sums of exact products,
+    rounded at the end; the sparse engine rounds so too). Elsewhere nothing changes."""
+    import torch
+    import torch.nn.functional as F
+
+    if torch.backends.cpu.get_cpu_capability().startswith("AVX512"):
+        yield
+        return
+    stock = F.conv1d
+
+    def conv1d(x, weight, bias=None, *args, **kw):
+        if x.dtype == weight.dtype == torch.bfloat16 and x.device.type == "cpu":
+            bias = None if bias is None else bias.float()
+            return stock(x.float(), weight.float(), bias, *args, **kw).to(torch.bfloat16)
+        return stock(x, weight, bias, *args, **kw)
+
+    F.conv1d = conv1d
+    try:
+        yield
+    finally:
+        F.conv1d = stock
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A test that needs the built GPU model (``build_dir``, minutes to build) is slow, wherever
     it lives."""
