@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from qgpu.app.recording import L, P, Recording, describe, lanes_of, memory_label
-from qgpu.machine import limits
+from qgpu.machine import float32, limits
 from qgpu.machine.isa import NOP, SLOT_UNITS, TermKind, format_instr, format_term, unit_of
 
 VIEWS = ("trace", "registers", "memory", "pipeline", "scheduler", "rom")
@@ -68,7 +68,9 @@ def _short(v: int) -> str:
 
 
 def _hover(v: int) -> str:
-    return f"{_s32(v)} (0x{int(v) & 0xFFFFFFFF:08x})"
+    """A word as an int, in hex and as a float32 (the machine's words are untyped)."""
+    w = int(v) & 0xFFFFFFFF
+    return f"{_s32(w)} (0x{w:08x}, float {float32.shortest(w)})"
 
 
 def _scale(colors: list[str]) -> list[list[Any]]:

@@ -65,7 +65,7 @@ def test_registers_show_the_models_values_and_highlight_the_change(dot) -> None:
     z, text, hover = fig.data[0]["z"], fig.data[0]["text"], fig.data[0]["hovertext"]
     assert [row[0] for row in z] == [2, 2, 2, 2]  # r1 column: changed in all four lanes
     assert [row[0] for row in text] == ["4"] * 4
-    assert hover[0][0] == "warp 0 · lane 0 · r1 = 4 (0x00000004) (was 0)"
+    assert hover[0][0] == "warp 0 · lane 0 · r1 = 4 (0x00000004, float 6e-45) (was 0)"
     assert all(v != 2 for row in z for v in row[1:])
     assert "1 changed" not in fig.layout["title"]["text"] and "4 changed" in \
         fig.layout["title"]["text"]
@@ -78,7 +78,8 @@ def test_memory_labels_arrays_and_highlights_the_result(dot) -> None:
     fig = views.memory(dot, write)
     z, text, hover = fig.data[0]["z"], fig.data[0]["text"], fig.data[0]["hovertext"]
     assert z[0][9] == 2 and text[0][9] == "32"
-    assert hover[0][9].startswith("out[0] (global word 9) · byte 36 = 32 (0x00000020)")
+    assert hover[0][9].startswith("out[0] (global word 9) · byte 36 = 32 (0x00000020, "
+                                  "float 4.5e-44)")
     assert text[0][1:4] == ["1", "2", "3"] and text[0][5:8] == ["4", "5", "6"]
     assert "■</span> a (g1–g3)" in fig.layout["annotations"][0]["text"]
     assert "scalars: n = 3" in fig.layout["annotations"][0]["text"]
