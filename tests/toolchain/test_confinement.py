@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 import re
 import secrets
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -144,11 +146,13 @@ def route(request: pytest.FixtureRequest) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def planted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+def planted() -> Iterator[dict[str, str]]:
     """A secret file whose every line would show in a compiler's error or PTX, and the paths
-    an attack names it by; the same for a missing twin."""
+    an attack names it by; the same for a missing twin. In a short folder of its own: an error
+    quotes a long path only in part, and the part must be the same for both twins wherever
+    pytest keeps its temporary files."""
     marker = f"qgpu_secret_{secrets.token_hex(6)}"
-    folder = tmp_path_factory.mktemp("server-secrets")
+    folder = Path(tempfile.mkdtemp(prefix="qgpu-secrets-"))
     secret = folder / "secret.h"
     secret.write_text(f'{marker} = "{marker}";\n__device__ int {marker}_v = 7;\n#error {marker}\n')
     os.symlink(secret, folder / "linked.h")
@@ -161,8 +165,8 @@ def planted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
                 "spliced": s[:5] + "\\\n" + s[5:], "dots": "/." * 40 + s,
                 "long": "/" + "./" * 1500 + s.lstrip("/")}
 
-    return {"marker": marker, "existing": paths(secret),
-            "missing": paths(folder / "absent.h")}
+    yield {"marker": marker, "existing": paths(secret), "missing": paths(folder / "absent.h")}
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def _answer(source: str, compiler: str, scan: bool, monkeypatch: pytest.MonkeyPatch) -> str:
