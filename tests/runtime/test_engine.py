@@ -181,12 +181,13 @@ def qgpu_imports(module) -> set[str]:
 
 def test_the_engine_computes_from_the_checkpoint_only() -> None:
     """No evaluator, interpreter or circuit graph at run time: the engine's modules import
-    nothing of qgpu but the cache rule, the checkpoint's file list and each other."""
+    nothing of qgpu but the cache rule, the checkpoint's file list, the session interface and
+    each other."""
     imported = qgpu_imports(engine_module)
-    assert imported <= {"qgpu.cache", "qgpu.model.merge", "qgpu.runtime.checkpoint",
+    assert imported <= {"qgpu.cache", "qgpu.model.merge", "qgpu.runtime.session",
                         "qgpu.runtime.engine_native"}, imported
     imported = qgpu_imports(engine_native)
-    assert imported <= {"qgpu.cache", "qgpu.runtime.engine"}, imported
+    assert imported <= {"qgpu.cache"}, imported
 
 
 def test_a_failed_launch_says_why(gpu) -> None:
