@@ -21,6 +21,11 @@ FLOAT_OPCODES = frozenset({"add", "sub", "mul", "fma", "mad", "neg", "abs", "min
                            "set", "cvt", "testp", "copysign", "atom", "red", "div", "sqrt",
                            "rcp", "ex2", "lg2", "sin", "cos", "tanh", "rsqrt"})
 """Opcodes that ``floats`` selects when their type is f32."""
+GUARDED_AS_REGION = frozenset({"div", "rem", "sqrt", "rcp", "ex2", "lg2", "sin", "cos", "tanh",
+                               "rsqrt"})
+"""Opcodes that a guard turns into a branch around their code rather than a guard on each
+instruction: they span blocks (division loops, the float slow paths), or their temporaries
+would keep their old values on the unguarded lanes, live from the kernel's start."""
 F32_WORD_OPCODES = frozenset({"mov", "ld", "st", "selp", "shfl"})
 """Opcodes that move f32 values as 32-bit words, in their own families."""
 
@@ -422,7 +427,7 @@ class Core:
         if o in ("bar", "barrier"):
             self.barrier(ins)
             return
-        if ins.guard is not None and o in ("div", "rem"):
+        if ins.guard is not None and o in GUARDED_AS_REGION:
             self.guarded_region(ins)
             return
         start = len(self.cur.instrs)

@@ -19,7 +19,6 @@ from qgpu.toolchain.ptx.ast import Instr
 APPROX_OPCODES = frozenset({"ex2", "lg2", "sin", "cos", "tanh", "rsqrt"})
 """Opcodes only this mixin selects (add them to ``core.FLOAT_OPCODES``); ``div``, ``sqrt`` and
 ``rcp`` are shared with ``float_divide``."""
-_IN_REGION = "_approx_in_guarded_region"  # set while guarded_region selects the instruction
 
 
 class FloatApprox:
@@ -63,19 +62,8 @@ class FloatApprox:
 
     def float_approx(self, ins: Instr) -> None:
         """Emit the instruction's macro: symbolic registers become fresh vregs (vpreds for
-        predicates), immediates stay immediates (operand B only, as in the macro).
-
-        A guarded instruction becomes a branch around the macro, as the walk makes of a guarded
-        ``div`` (``guarded_region``; it does that for ``div.approx``/``div.full`` itself): a
-        guard on every step would make each temporary keep its old value on the other lanes,
-        live from the kernel's start."""
-        if ins.guard is not None and ins.opcode != "div" and not getattr(self, _IN_REGION, False):
-            setattr(self, _IN_REGION, True)
-            try:
-                self.guarded_region(ins)  # type: ignore[attr-defined]
-            finally:
-                setattr(self, _IN_REGION, False)
-            return
+        predicates), immediates stay immediates (operand B only, as in the macro). A guarded
+        one arrives inside the walk's branch around it (``core.GUARDED_AS_REGION``)."""
         macro = approx.for_instruction(ins.opcode, ins.mods)
         if macro is None:
             raise self.fail(f"`{ins.opcode}.{'.'.join(ins.mods)}` is not an approximate "

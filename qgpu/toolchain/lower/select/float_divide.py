@@ -112,7 +112,7 @@ class FloatDivide:
     """div/sqrt/rcp.{rn,rz,rm,rp}{.ftz}.f32 (a mixin of Selector)."""
 
     def float_div(self, ins: Instr) -> None:
-        # a guarded div is wrapped in a branch by the walk (core.select) before it gets here
+        # a guarded div, sqrt or rcp arrives inside the walk's branch around it
         self.float_rounded(ins, "div")
 
     def float_rcp(self, ins: Instr) -> None:
@@ -128,12 +128,6 @@ class FloatDivide:
         rounding = [m for m in ins.mods if m in ("rn", "rz", "rm", "rp")]
         rnd = Round[rounding[0].upper()] if rounding else Round.RN
         ftz = "ftz" in ins.mods
-        wrap = ins.guard is not None and kind != "div"
-        if wrap:  # the walk guards only the instructions of one block: branch around instead
-            body, after = self.new_block(f"f{kind}_guarded"), self.new_block(f"f{kind}_after")
-            self.set_term(VTerm(TermKind.BRA, body, after, self.vpred(ins.guard[0]),
-                                ins.guard[1]))
-            self.switch(body)
         d = self.dest(ins.operands[0])
         consts = [self.constant(op) for op in ins.operands[1:]]
         if all(c is not None for c in consts):  # computed here, as the PTX interpreter would
@@ -166,9 +160,6 @@ class FloatDivide:
             self.switch(join)
             if res != d:
                 self.emit(Op.ADD, d, res)
-        if wrap:
-            self.set_term(VTerm(TermKind.JMP, after))
-            self.switch(after)
 
     # --- small helpers -----------------------------------------------------------------------
     def _c(self, value: int) -> int:
