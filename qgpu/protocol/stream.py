@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from qgpu.errors import LaunchError, UsageError
 from qgpu.machine import limits, rom
-from qgpu.machine.interp import EXITED, MachineRun, TraceRecord
+from qgpu.machine.interp import EXITED, TraceRecord
 from qgpu.machine.isa import ATOMIC_OPS, Block, Term, TermKind
 from qgpu.machine.races import Race
 from qgpu.protocol.prompt import Launch
@@ -201,7 +201,6 @@ class Reference:
     tokens: list[str] | None
     memory: list[int] | None = None
     error: LaunchError | None = None
-    run: MachineRun | None = None
     races: list[Race] = field(default_factory=list)
 
 
@@ -213,4 +212,4 @@ def reference(launch: Launch) -> Reference:
         if e.fault in FAULTS and e.block is not None:
             return Reference(fault_tokens(launch, e), error=e)
         return Reference(None, error=e)
-    return Reference(expected_tokens(launch, run.trace), run.memory, run=run, races=run.races)
+    return Reference(expected_tokens(launch, run.trace), run.memory, races=run.races)
